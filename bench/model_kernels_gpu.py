@@ -1,0 +1,549 @@
+"""GPU check and benchmark of the model_kernels reference package (run on a CUDA machine).
+
+For every family (module ``model_kernels.<family>``) and every kernel declared
+in ``pyproject.toml`` [tool.kiln.shapes]:
+
+* correctness at every declared shape, with helion's default config (what
+  ``autotune_effort="none"`` runs), against ``<kernel>_ref`` (PyTorch, fp32
+  compute), with dtype-appropriate tolerances;
+* at the ``medium`` shape, timings (``triton.testing.do_bench``, median) of
+  helion's default config, of the PyTorch baseline (eager; cuBLAS / SDPA where
+  torch uses them) and, with ``--lfbo-quick``, of the config chosen by
+  ``LFBOTreeSearch`` at quick effort (configs tested and tuning seconds taken
+  from the search's ``_autotune_metrics``). The variants are re-measured
+  side by side, interleaved, in ``--rounds`` rounds, and the median of the
+  rounds is reported.
+
+Results go to ``DIR/model_kernels_gpu.json`` (rewritten after each family)
+and ``DIR/model_kernels_gpu.log``. A failure in one family (or shape, or
+step) is recorded as an error string and does not stop the others.
+
+Usage::
+
+    python bench/model_kernels_gpu.py --out DIR [--families matmul,softmax] [--lfbo-quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.metadata
+import json
+import logging
+import os
+import platform
+import re
+import sys
+import time
+import tomllib
+import traceback
+from pathlib import Path
+from typing import Any, Callable
+
+ROOT = Path(__file__).resolve().parents[1]
+SHAPES_TOML = ROOT / "pyproject.toml"
+
+FAMILIES = [
+    "matmul",
+    "matmul_split_k",
+    "grouped_gemm",
+    "attention",
+    "fp8_attention",
+    "softmax",
+    "rms_norm",
+    "rope",
+    "swiglu",
+    "mamba2_chunk_scan",
+    "gdn_fwd_h",
+]
+
+log = logging.getLogger("model_kernels_gpu")
+
+
+# --------------------------------------------------------------------------- inputs
+
+
+def _dtype_table() -> dict[str, Any]:
+    import torch
+
+    table = {
+        "bf16": torch.bfloat16,
+        "f16": torch.float16,
+        "fp16": torch.float16,
+        "f32": torch.float32,
+        "fp32": torch.float32,
+        "f64": torch.float64,
+        "fp8e4m3": torch.float8_e4m3fn,
+        "fp8e5m2": torch.float8_e5m2,
+        "i8": torch.int8,
+        "i16": torch.int16,
+        "i32": torch.int32,
+        "i64": torch.int64,
+        "bool": torch.bool,
+    }
+    for name in dir(torch):
+        obj = getattr(torch, name)
+        if isinstance(obj, torch.dtype):
+            table.setdefault(name, obj)
+    return table
+
+
+_SPEC_RE = re.compile(r"^\s*([A-Za-z0-9_]+)\s*\[\s*([0-9,\s]*)\]\s*$")
+
+
+def parse_spec(spec: str) -> tuple[Any, list[int]]:
+    m = _SPEC_RE.match(spec)
+    if not m:
+        raise ValueError(f"bad tensor spec {spec!r} (expected 'dtype[d0,d1,...]')")
+    dtypes = _dtype_table()
+    name = m.group(1)
+    if name not in dtypes:
+        raise ValueError(f"unknown dtype {name!r} in spec {spec!r}")
+    dims = [int(d) for d in m.group(2).split(",") if d.strip()]
+    return dtypes[name], dims
+
+
+def build_inputs(shape: Any, device: Any, seed: int = 0) -> tuple:
+    """Positional args for one declared shape (list of specs/scalars or a factory table)."""
+    import torch
+
+    if isinstance(shape, dict):
+        params = dict(shape)
+        factory = params.pop("factory")
+        mod_name, func_name = factory.split(":")
+        func = getattr(importlib.import_module(mod_name), func_name)
+        return tuple(func(device, **params))
+    args: list[Any] = []
+    for i, item in enumerate(shape):
+        if isinstance(item, str):
+            dtype, dims = parse_spec(item)
+            gen = torch.Generator(device=device).manual_seed(seed + i)
+            if dtype.is_floating_point:
+                t = torch.randn(*dims, generator=gen, device=device, dtype=torch.float32)
+                args.append(t.to(dtype))
+            elif dtype == torch.bool:
+                args.append(torch.randint(0, 2, dims, generator=gen, device=device).bool())
+            else:
+                args.append(torch.randint(0, 16, dims, generator=gen, device=device, dtype=dtype))
+        else:
+            args.append(item)
+    return tuple(args)
+
+
+def describe_args(args: tuple) -> list[str]:
+    import torch
+
+    out = []
+    for a in args:
+        if isinstance(a, torch.Tensor):
+            out.append(f"{str(a.dtype).replace('torch.', '')}{list(a.shape)}")
+        else:
+            out.append(repr(a))
+    return out
+
+
+# --------------------------------------------------------------------------- references / baselines
+
+
+def _split_call(fn: Callable, args: tuple, dim: int, piece: int, skip: set[int] = frozenset()) -> Any:
+    """Call ``fn`` on slices of the tensor args along ``dim`` and concatenate (memory bound refs)."""
+    import torch
+
+    size = next(a.size(dim) for i, a in enumerate(args) if isinstance(a, torch.Tensor) and i not in skip)
+    outs = []
+    for lo in range(0, size, piece):
+        sl = tuple(
+            a.narrow(dim, lo, min(piece, size - lo))
+            if isinstance(a, torch.Tensor) and i not in skip
+            else a
+            for i, a in enumerate(args)
+        )
+        outs.append(fn(*sl))
+    if isinstance(outs[0], tuple):
+        return tuple(torch.cat([o[j] for o in outs], dim=dim) for j in range(len(outs[0])))
+    return torch.cat(outs, dim=dim)
+
+
+def reference(kernel_name: str, mod: Any, args: tuple) -> Any:
+    """``<kernel>_ref`` on ``args``, chunked where the fp32 reference would need tens of GB."""
+    ref = getattr(mod, f"{kernel_name}_ref")
+    if kernel_name in ("attention", "attention_causal", "fp8_attention"):
+        return _split_call(ref, args, dim=1, piece=4)  # heads
+    if kernel_name == "mamba2_chunk_scan":
+        return _split_call(ref, args, dim=0, piece=1, skip={6})  # batch (D has no batch dim)
+    return ref(*args)
+
+
+def torch_baseline(kernel_name: str, mod: Any, args: tuple) -> tuple[Callable[[], Any], str]:
+    """A PyTorch eager implementation to time against (prepared outside the timed call)."""
+    import torch
+    import torch.nn.functional as F
+
+    if kernel_name in ("matmul", "matmul_split_k"):
+        x, y = args
+        return (lambda: torch.matmul(x, y)), "torch.matmul (cuBLAS)"
+    if kernel_name == "grouped_gemm":
+        a, b, offsets = args
+        if hasattr(torch, "_grouped_mm"):
+            ends = offsets[1:].to(torch.int32).contiguous()
+            try:
+                got = torch._grouped_mm(a, b, offs=ends)
+                want = mod.grouped_gemm_ref(a, b, offsets)
+                if torch.allclose(got.float(), want.float(), atol=5e-2, rtol=5e-2):
+                    return (lambda: torch._grouped_mm(a, b, offs=ends)), "torch._grouped_mm"
+                log.warning("torch._grouped_mm disagrees with the reference; using a loop")
+            except Exception as e:  # noqa: BLE001
+                log.warning("torch._grouped_mm unavailable here (%s); using a loop", e)
+        bounds = offsets.tolist()
+
+        def loop() -> Any:
+            out = torch.empty(a.size(0), b.size(2), dtype=a.dtype, device=a.device)
+            for g in range(b.size(0)):
+                lo, hi = bounds[g], bounds[g + 1]
+                if hi > lo:
+                    torch.mm(a[lo:hi], b[g], out=out[lo:hi])
+            return out
+
+        return loop, "per-group torch.mm loop (cuBLAS)"
+    if kernel_name in ("attention", "attention_causal"):
+        q, k, v = args
+        causal = kernel_name == "attention_causal"
+        return (
+            lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+        ), "F.scaled_dot_product_attention bf16 (flash)"
+    if kernel_name == "fp8_attention":
+        q, k, v_t = args
+        qb, kb = q.to(torch.bfloat16), k.to(torch.bfloat16)
+        vb = v_t.transpose(-2, -1).contiguous().to(torch.bfloat16)
+        return (
+            lambda: F.scaled_dot_product_attention(qb, kb, vb)
+        ), "F.scaled_dot_product_attention on bf16 copies (torch has no fp8 SDPA; casts not timed)"
+    if kernel_name == "softmax":
+        (x,) = args
+        return (lambda: torch.softmax(x, dim=-1)), "torch.softmax"
+    if kernel_name == "rms_norm":
+        x, w, eps = args
+        return (lambda: F.rms_norm(x, (x.size(-1),), w, eps)), "F.rms_norm"
+    if kernel_name == "swiglu":
+        g, u = args
+        return (lambda: F.silu(g) * u), "F.silu(gate) * up (eager, 2 kernels)"
+    ref = getattr(mod, f"{kernel_name}_ref")
+    return (lambda: ref(*args)), f"{kernel_name}_ref (eager PyTorch, fp32)"
+
+
+# --------------------------------------------------------------------------- comparison
+
+# (atol relative to the reference's RMS, rtol) by reference output dtype.
+# fp32 is loose-ish because hl.dot on fp32 uses TF32 on NVIDIA by default;
+# bf16/fp16 outputs are rounded to 8/11 mantissa bits and some kernels round
+# intermediates (attention P, mamba2 weights, gdn state) before a matmul;
+# fp8 attention rounds P to e4m3 (3 mantissa bits) before the P@V GEMM.
+def tolerance(dtype: Any, kernel_name: str) -> tuple[float, float]:
+    import torch
+
+    if kernel_name == "fp8_attention":
+        return 6e-2, 6e-2
+    if dtype == torch.float32:
+        return 1e-2, 1e-2
+    return 2e-2, 2e-2
+
+
+def compare(out: Any, ref: Any, kernel_name: str) -> dict[str, Any]:
+    import torch
+
+    outs = out if isinstance(out, tuple) else (out,)
+    refs = ref if isinstance(ref, tuple) else (ref,)
+    result: dict[str, Any] = {"ok": True, "outputs": []}
+    if len(outs) != len(refs):
+        return {"ok": False, "error": f"{len(outs)} outputs vs {len(refs)} in the reference"}
+    for o, r in zip(outs, refs):
+        entry: dict[str, Any] = {"dtype": str(r.dtype).replace("torch.", ""), "shape": list(r.shape)}
+        if o.shape != r.shape or o.dtype != r.dtype:
+            entry.update(ok=False, error=f"got {o.dtype}{list(o.shape)}, want {r.dtype}{list(r.shape)}")
+        else:
+            of, rf = o.float(), r.float()
+            atol_rel, rtol = tolerance(r.dtype, kernel_name)
+            rms = float(rf.pow(2).mean().sqrt())
+            atol = atol_rel * max(rms, 1e-6)
+            err = (of - rf).abs()
+            allowed = atol + rtol * rf.abs()
+            nonfinite = int((~torch.isfinite(of)).sum())
+            ratio = float((err / allowed).nan_to_num(float("inf")).max())
+            entry.update(
+                max_abs_err=float(err.nan_to_num(float("inf")).max()),
+                ref_rms=rms,
+                ref_max_abs=float(rf.abs().max()),
+                max_err_over_allowed=ratio,
+                atol=atol,
+                rtol=rtol,
+                nonfinite=nonfinite,
+                ok=bool(ratio <= 1.0 and nonfinite == 0),
+            )
+        result["outputs"].append(entry)
+        result["ok"] = result["ok"] and entry["ok"]
+    return result
+
+
+# --------------------------------------------------------------------------- helion helpers
+
+
+def clone_kernel(kernel: Any, **overrides: Any) -> Any:
+    """A fresh helion kernel over the same function with the same decorator settings."""
+    import helion
+
+    kwargs: dict[str, Any] = {
+        "static_shapes": kernel.settings.static_shapes,
+        "ignore_warnings": list(kernel.settings.ignore_warnings),
+    }
+    kwargs.update(overrides)
+    return helion.kernel(kernel.fn, **kwargs)
+
+
+def default_bound(kernel: Any, args: tuple) -> tuple[Any, Any]:
+    """The bound kernel running helion's default config (what autotune_effort='none' runs)."""
+    bound = kernel.bind(args)
+    config = bound.config_spec.default_config()
+    bound.set_config(config)
+    return bound, config
+
+
+def lfbo_quick(kernel: Any, args: tuple, seed: int | None) -> tuple[Any, dict[str, Any]]:
+    """Run LFBOTreeSearch with the quick effort profile on a fresh kernel; return (bound, info)."""
+    from helion.autotuner import LFBOTreeSearch
+    from helion.autotuner.effort_profile import get_effort_profile
+
+    overrides: dict[str, Any] = {"autotune_effort": "quick"}
+    if seed is not None:
+        overrides["autotune_random_seed"] = seed
+    fresh = clone_kernel(kernel, **overrides)
+    bound = fresh.bind(args)
+    search_kwargs = LFBOTreeSearch.get_kwargs_from_profile(
+        get_effort_profile("quick"), bound.settings
+    )
+    search = LFBOTreeSearch(bound, args, **search_kwargs)
+    t0 = time.perf_counter()
+    best = search.autotune(skip_cache=True)
+    wall = time.perf_counter() - t0
+    metrics = search._autotune_metrics
+    bound.set_config(best)
+    info = {
+        "configs_tested": metrics.num_configs_tested,
+        "autotune_time_s": metrics.autotune_time,
+        "wall_s": wall,
+        "best_perf_ms_during_tuning": metrics.best_perf_ms,
+        "compile_failures": metrics.num_compile_failures,
+        "accuracy_failures": metrics.num_accuracy_failures,
+        "random_seed": metrics.random_seed,
+        "search_kwargs": {k: str(v) for k, v in search_kwargs.items()},
+        "best_config": json.loads(best.to_json()),
+    }
+    return bound, info
+
+
+def time_interleaved(fns: dict[str, Callable[[], Any]], rounds: int) -> dict[str, Any]:
+    """Median of per-round do_bench medians, variants interleaved within each round."""
+    import statistics
+
+    from triton.testing import do_bench
+
+    samples: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            samples[name].append(float(do_bench(fn, warmup=25, rep=100, return_mode="median")))
+    return {
+        "ms": {name: statistics.median(v) for name, v in samples.items()},
+        "samples_ms": samples,
+    }
+
+
+# --------------------------------------------------------------------------- driver
+
+
+def versions() -> dict[str, Any]:
+    import torch
+    import triton
+
+    def ver(dist: str) -> str | None:
+        try:
+            return importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            return None
+
+    info: dict[str, Any] = {
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "triton": triton.__version__,
+        "helion": ver("helion"),
+        "cuda": torch.version.cuda,
+    }
+    if torch.cuda.is_available():
+        info["gpu"] = torch.cuda.get_device_name()
+        info["capability"] = list(torch.cuda.get_device_capability())
+    return info
+
+
+def load_shapes() -> dict[str, dict[str, Any]]:
+    with open(SHAPES_TOML, "rb") as f:
+        data = tomllib.load(f)
+    return data["tool"]["kiln"]["shapes"]
+
+
+def run_kernel(
+    kernel_id: str, shapes: dict[str, Any], opts: argparse.Namespace, device: Any
+) -> dict[str, Any]:
+    import torch
+
+    mod_name, kernel_name = kernel_id.split(":")
+    mod = importlib.import_module(mod_name)
+    kernel = getattr(mod, kernel_name)
+    res: dict[str, Any] = {"kernel": kernel_id, "correctness": {}, "errors": []}
+
+    for shape_name, shape in shapes.items():
+        entry: dict[str, Any] = {"shape": shape}
+        args = bound = out = None
+        t0 = time.perf_counter()
+        try:
+            args = build_inputs(shape, device)
+            entry["args"] = describe_args(args)
+            bound, _ = default_bound(kernel, args)
+            out = bound(*args)
+            torch.cuda.synchronize()
+            entry.update(compare(out, reference(kernel_name, mod, args), kernel_name))
+            log.info("%s %s: ok=%s %s", kernel_id, shape_name, entry.get("ok"),
+                     [o.get("max_err_over_allowed") for o in entry.get("outputs", [])])
+        except Exception as e:  # noqa: BLE001
+            entry.update(ok=False, error=f"{type(e).__name__}: {e}", traceback=traceback.format_exc())
+            log.error("%s %s failed: %s", kernel_id, shape_name, entry["error"])
+        entry["seconds"] = time.perf_counter() - t0
+        res["correctness"][shape_name] = entry
+        args = bound = out = None
+        torch.cuda.empty_cache()
+
+    timing_shape = opts.timing_shape if opts.timing_shape in shapes else next(iter(shapes))
+    res["timing_shape"] = timing_shape
+    fns: dict[str, Callable[[], Any]] = {}
+    try:
+        args = build_inputs(shapes[timing_shape], device)
+        default, default_config = default_bound(kernel, args)
+        fns["helion_default"] = lambda: default(*args)
+        res["default_config"] = json.loads(default_config.to_json())
+        base_fn, base_desc = torch_baseline(kernel_name, mod, args)
+        fns["torch"] = base_fn
+        res["torch_baseline"] = base_desc
+        if opts.lfbo_quick:
+            try:
+                tuned, info = lfbo_quick(kernel, args, opts.seed)
+                res["lfbo_quick"] = info
+                check = compare(tuned(*args), reference(kernel_name, mod, args), kernel_name)
+                res["lfbo_quick"]["correct"] = check
+                fns["helion_lfbo_quick"] = lambda: tuned(*args)
+                log.info("%s LFBO quick: %d configs, %.1f s", kernel_id,
+                         info["configs_tested"], info["autotune_time_s"])
+            except Exception as e:  # noqa: BLE001
+                res["errors"].append(f"lfbo_quick: {type(e).__name__}: {e}")
+                res["lfbo_quick_traceback"] = traceback.format_exc()
+                log.error("%s LFBO quick failed: %s", kernel_id, e)
+        timing = time_interleaved(fns, opts.rounds)
+        res["times_ms"] = timing["ms"]
+        res["time_samples_ms"] = timing["samples_ms"]
+        log.info("%s times (ms) at %s: %s", kernel_id, timing_shape, timing["ms"])
+    except Exception as e:  # noqa: BLE001
+        res["errors"].append(f"timing: {type(e).__name__}: {e}")
+        res["timing_traceback"] = traceback.format_exc()
+        log.error("%s timing failed: %s", kernel_id, e)
+    args = None
+    fns.clear()
+    torch.cuda.empty_cache()
+    return res
+
+
+def write_json(path: Path, data: dict[str, Any]) -> None:
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=True, default=str))
+    os.replace(tmp, path)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", required=True, type=Path, help="output directory")
+    parser.add_argument("--families", default=",".join(FAMILIES),
+                        help="comma-separated families (module names) or kernel names")
+    parser.add_argument("--lfbo-quick", action="store_true",
+                        help="also tune with LFBOTreeSearch at quick effort (medium shape)")
+    parser.add_argument("--timing-shape", default="medium")
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved timing rounds")
+    parser.add_argument("--seed", type=int, default=None, help="autotune random seed for LFBO")
+    opts = parser.parse_args()
+
+    opts.out.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("HELION_CACHE_DIR", str(opts.out / "helion_cache"))
+    logging.basicConfig(
+        level=logging.INFO,
+        format="%(asctime)s %(levelname)s %(message)s",
+        handlers=[logging.FileHandler(opts.out / "model_kernels_gpu.log"), logging.StreamHandler()],
+    )
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+
+    import torch
+
+    if not torch.cuda.is_available():
+        log.error("CUDA is not available; this script runs on a GPU machine")
+        return 2
+    device = torch.device("cuda")
+
+    wanted = [f.strip() for f in opts.families.split(",") if f.strip()]
+    all_shapes = load_shapes()
+    result_path = opts.out / "model_kernels_gpu.json"
+    data: dict[str, Any] = {
+        "versions": versions(),
+        "argv": sys.argv,
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "shapes_toml": str(SHAPES_TOML),
+        "families": {},
+    }
+    write_json(result_path, data)
+    log.info("versions: %s", data["versions"])
+
+    for family in wanted:
+        fam: dict[str, Any] = {"kernels": {}, "error": None}
+        t0 = time.perf_counter()
+        try:
+            kernel_ids = [
+                kid for kid in all_shapes
+                if kid.split(":")[0] == f"model_kernels.{family}" or kid.split(":")[1] == family
+            ]
+            if not kernel_ids:
+                raise KeyError(f"no kernel of family {family!r} in {SHAPES_TOML}")
+            for kid in kernel_ids:
+                try:
+                    fam["kernels"][kid.split(":")[1]] = run_kernel(kid, all_shapes[kid], opts, device)
+                except Exception as e:  # noqa: BLE001
+                    fam["kernels"][kid.split(":")[1]] = {
+                        "error": f"{type(e).__name__}: {e}",
+                        "traceback": traceback.format_exc(),
+                    }
+                    log.error("%s failed: %s", kid, e)
+        except Exception as e:  # noqa: BLE001
+            fam["error"] = f"{type(e).__name__}: {e}"
+            fam["traceback"] = traceback.format_exc()
+            log.error("family %s failed: %s", family, e)
+        fam["seconds"] = time.perf_counter() - t0
+        data["families"][family] = fam
+        write_json(result_path, data)
+        log.info("family %s done in %.1f s", family, fam["seconds"])
+
+    data["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    write_json(result_path, data)
+    ok = all(
+        shape.get("ok")
+        for fam in data["families"].values()
+        for k in fam["kernels"].values()
+        for shape in k.get("correctness", {}).values()
+    )
+    log.info("all correct: %s; results in %s", ok, result_path)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,100 @@
+"""Rotary position embedding (RoPE, rotate-half / GPT-NeoX convention) on Q and K."""
+
+from __future__ import annotations
+
+import torch
+
+import helion
+import helion.language as hl
+
+_DTYPES = {
+    "bf16": torch.bfloat16,
+    "f16": torch.float16,
+    "f32": torch.float32,
+}
+
+
+@helion.kernel(static_shapes=True)
+def rope(
+    q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Rotate the two halves of every head vector of ``q`` and ``k`` by position.
+
+    For ``x = [x1, x2]`` (halves of ``head_dim``):
+    ``out = [x1*cos - x2*sin, x2*cos + x1*sin]`` with ``cos/sin`` of the token's position.
+
+    Args:
+        q: ``[batch, seq, heads, head_dim]`` (bf16/fp16/fp32).
+        k: ``[batch, seq, kv_heads, head_dim]``, same dtype (GQA: kv_heads <= heads).
+        cos: ``[seq, head_dim // 2]`` fp32 cos table.
+        sin: ``[seq, head_dim // 2]`` fp32 sin table.
+    Returns:
+        ``(q_rot, k_rot)`` with the shapes and dtype of ``q`` and ``k``.
+    Model role: applied to Q and K right after the QKV projection in
+    Llama-family attention blocks.
+    """
+    batch, seq, heads, head_dim = q.size()
+    kv_heads = k.size(2)
+    half = hl.specialize(head_dim) // 2
+    qv = q.reshape(batch, seq, heads, 2, half)
+    kv = k.reshape(batch, seq, kv_heads, 2, half)
+    q_out = torch.empty_like(qv)
+    k_out = torch.empty_like(kv)
+    for tile_b, tile_s, tile_h in hl.tile([batch, seq, heads]):
+        c = cos[tile_s, :].to(torch.float32)[None, :, None, :]
+        s = sin[tile_s, :].to(torch.float32)[None, :, None, :]
+        x1 = qv[tile_b, tile_s, tile_h, 0, :].to(torch.float32)
+        x2 = qv[tile_b, tile_s, tile_h, 1, :].to(torch.float32)
+        q_out[tile_b, tile_s, tile_h, 0, :] = (x1 * c - x2 * s).to(q_out.dtype)
+        q_out[tile_b, tile_s, tile_h, 1, :] = (x2 * c + x1 * s).to(q_out.dtype)
+    for tile_b, tile_s, tile_h in hl.tile([batch, seq, kv_heads]):
+        c = cos[tile_s, :].to(torch.float32)[None, :, None, :]
+        s = sin[tile_s, :].to(torch.float32)[None, :, None, :]
+        x1 = kv[tile_b, tile_s, tile_h, 0, :].to(torch.float32)
+        x2 = kv[tile_b, tile_s, tile_h, 1, :].to(torch.float32)
+        k_out[tile_b, tile_s, tile_h, 0, :] = (x1 * c - x2 * s).to(k_out.dtype)
+        k_out[tile_b, tile_s, tile_h, 1, :] = (x2 * c + x1 * s).to(k_out.dtype)
+    return q_out.reshape(batch, seq, heads, head_dim), k_out.reshape(
+        batch, seq, kv_heads, head_dim
+    )
+
+
+def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    xf = x.float()
+    half = x.size(-1) // 2
+    x1, x2 = xf[..., :half], xf[..., half:]
+    c = cos.float()[None, :, None, :]
+    s = sin.float()[None, :, None, :]
+    return torch.cat([x1 * c - x2 * s, x2 * c + x1 * s], dim=-1).to(x.dtype)
+
+
+def rope_ref(
+    q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Same math in PyTorch (fp32 compute, outputs in the input dtypes)."""
+    return _rotate(q, cos, sin), _rotate(k, cos, sin)
+
+
+def make_inputs(
+    device: torch.device | str,
+    batch: int = 1,
+    seq: int = 2048,
+    heads: int = 32,
+    kv_heads: int = 8,
+    head_dim: int = 128,
+    dtype: str = "bf16",
+    seed: int = 0,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Random Q/K and real RoPE tables (base 10000, positions ``0..seq-1``).
+
+    Returns ``(q, k, cos, sin)``; deterministic for a given ``seed``.
+    """
+    device = torch.device(device)
+    dt = _DTYPES[dtype]
+    gen = torch.Generator(device=device).manual_seed(seed)
+    q = torch.randn(batch, seq, heads, head_dim, generator=gen, device=device).to(dt)
+    k = torch.randn(batch, seq, kv_heads, head_dim, generator=gen, device=device).to(dt)
+    half = head_dim // 2
+    inv_freq = 10000.0 ** (-torch.arange(half, device=device, dtype=torch.float64) / half)
+    angles = torch.arange(seq, device=device, dtype=torch.float64)[:, None] * inv_freq[None, :]
+    return q, k, angles.cos().float(), angles.sin().float()

@@ -1,0 +1,167 @@
+"""`kiln`: tune without building, inspect wheels and locks, merge locks, check the environment."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import zipfile
+from pathlib import Path
+from typing import Any
+
+from .errors import KilnError
+
+
+def _config_settings(pairs: list[str], strategy: str | None) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep:
+            raise KilnError(f"-C {pair!r}: write settings as key=value, e.g. -C effort=quick")
+        out[key if key.startswith("kiln.") else f"kiln.{key}"] = value
+    if strategy:
+        out["kiln.strategy"] = strategy
+    return out
+
+
+def _table_rows(path: Path) -> list[dict[str, Any]]:
+    from .runtime.table import TABLE_FILENAME, decode
+
+    rows: list[dict[str, Any]] = []
+    with zipfile.ZipFile(path) as zf:
+        for name in sorted(zf.namelist()):
+            if not name.endswith("/" + TABLE_FILENAME):
+                continue
+            table = decode(zf.read(name))
+            for kid, entries in table.kernels.items():
+                if not entries:
+                    rows.append({"table": name, "kernel": kid, "device": None, "arch": None, "shape": None, "config": None})
+                for e in entries:
+                    rows.append({"table": name, "kernel": kid, "device": e.device, "arch": e.arch,
+                                 "shape": e.shape, "config": dict(e.config)})
+    return rows
+
+
+def cmd_inspect(ns: argparse.Namespace) -> int:
+    from . import lock as lockfile
+
+    path = Path(ns.path)
+    if not path.exists():
+        raise KilnError(f"{path}: no such file")
+    if path.suffix == ".whl":
+        rows = _table_rows(path)
+        if ns.json:
+            print(json.dumps({"wheel": path.name, "entries": rows}, indent=2, sort_keys=True))
+            return 0
+        if not rows:
+            print(f"{path.name}: no kiln table inside (not built with the kiln backend?)")
+            return 1
+        for r in rows:
+            cfg = "(no entry: default config)" if r["config"] is None else json.dumps(r["config"], sort_keys=True)
+            print(f"{r['kernel']}  {r['device'] or '-'}  {r['arch'] or '-'}  [{r['shape'] or '-'}]  {cfg}")
+        return 0
+    lock = lockfile.load(path)
+    entries = [e.to_json() for e in lock.sorted_entries()]
+    if ns.json:
+        print(json.dumps({"lock": str(path), "entries": entries}, indent=2, sort_keys=True))
+        return 0
+    for e in entries:
+        p = e["provenance"]
+        print(f"{e['kernel']} [{e['shape_name']}] {e['device']} ({e['arch']}): {p.get('strategy')} "
+              f"{p.get('configs_tested')} configs {p.get('seconds')} s -> {p.get('ms')} ms")
+    print(f"{len(entries)} entries")
+    return 0
+
+
+def cmd_tune(ns: argparse.Namespace) -> int:
+    from build_backend.builder import run_build
+
+    outcome = run_build(Path(ns.project), _config_settings(ns.config, ns.strategy))
+    failed = [r for r in outcome.results if r.status == "failed"]
+    return 1 if failed else 0
+
+
+def cmd_merge(ns: argparse.Namespace) -> int:
+    from . import lock as lockfile
+
+    merged = lockfile.merge((p, lockfile.load(Path(p))) for p in ns.locks)
+    lockfile.save(Path(ns.output), merged)
+    print(f"merged {len(ns.locks)} locks into {ns.output}: {len(merged.entries)} entries")
+    return 0
+
+
+def cmd_doctor(ns: argparse.Namespace) -> int:
+    import platform
+
+    from build_backend.builder import prepare_build
+
+    info: dict[str, Any] = {"python": platform.python_version()}
+    try:
+        import torch
+
+        from .versions import toolchain_versions
+
+        info["versions"] = toolchain_versions()
+        info["cuda_available"] = torch.cuda.is_available()
+        info["gpus"] = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+    except ImportError as e:
+        info["error"] = f"torch/helion not importable: {e}"
+    prep = prepare_build(Path(ns.project), _config_settings(ns.config, None))
+    plan = prep.plan
+    info["tune_on"] = None if plan.device is None else plan.device.as_dict()
+    info["lock"] = str(prep.settings.lock_path)
+    info["lock_entries"] = len(prep.lock.entries)
+    info["cases"] = len(prep.cases)
+    info["plan"] = {
+        "from_lock": [c.label for c, _ in plan.hits],
+        "to_tune": [c.label for c in plan.todo],
+        "missing": [c.label for c in plan.missing],
+    }
+    info["undeclared_kernels"] = prep.discovery.undeclared
+    if ns.json:
+        print(json.dumps(info, indent=2, sort_keys=True))
+    else:
+        print(f"python {info['python']}; {info.get('versions')}; GPUs: {info.get('gpus') or 'none'}")
+        where = info["tune_on"] or "nowhere (bake from lock only)"
+        print(f"lock {info['lock']}: {info['lock_entries']} entries; {info['cases']} declared cases; tune on: {where}")
+        for k, v in info["plan"].items():
+            print(f"  {k}: {len(v)}" + "".join(f"\n    {x}" for x in v))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="kiln", description=__doc__)
+    sub = parser.add_subparsers(dest="cmd", required=True)
+
+    p = sub.add_parser("inspect", help="show the baked table of a wheel, or the entries of a lock")
+    p.add_argument("path")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_inspect)
+
+    for name, func, hlp in (("tune", cmd_tune, "fill the lock for the declared shapes, without building a wheel"),
+                            ("doctor", cmd_doctor, "versions, GPU, and what a build here would do")):
+        p = sub.add_parser(name, help=hlp)
+        p.add_argument("--project", default=".")
+        p.add_argument("-C", "--config", action="append", default=[], metavar="KEY=VALUE",
+                       help="a [tool.kiln] setting, as with pip's -C kiln.KEY=VALUE")
+        if name == "tune":
+            p.add_argument("--strategy")
+        else:
+            p.add_argument("--json", action="store_true")
+        p.set_defaults(func=func)
+
+    p = sub.add_parser("merge", help="merge locks from several builders (e.g. several GPU types)")
+    p.add_argument("locks", nargs="+")
+    p.add_argument("-o", "--output", required=True)
+    p.set_defaults(func=cmd_merge)
+
+    ns = parser.parse_args(argv)
+    try:
+        return int(ns.func(ns))
+    except KilnError as e:
+        print(f"kiln: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,42 @@
+"""The strategy seam: one case in, one chosen config and its cost out.
+
+Strategies differ only in how they search; the engine around them (inputs,
+measurement, lock, report) is shared, so comparing strategies compares
+searches and nothing else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Limits for one case.  None means: the effort profile decides."""
+
+    effort: str = "full"
+    max_generations: int | None = None
+    initial_population: int | None = None
+    polish_rounds: int | None = None
+    seconds: int | None = None
+    seed: int = 0
+
+    def as_provenance(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if v is not None}
+
+
+@dataclass(frozen=True)
+class TuneOutcome:
+    config: dict[str, Any]
+    configs_tested: int
+    seconds: float
+    search_best_ms: float | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Strategy(Protocol):
+    name: str
+
+    def tune(self, bound_kernel: Any, args: Sequence[object], budget: Budget) -> TuneOutcome: ...

@@ -1,0 +1,59 @@
+"""``lfbo``: Helion's own LFBOTreeSearch, the baseline every strategy is judged against."""
+
+from __future__ import annotations
+
+import inspect
+import math
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from .base import Budget, TuneOutcome
+
+
+def search_kwargs(search_cls: type, bound_kernel: Any, budget: Budget) -> dict[str, Any]:
+    """Helion's effort-profile arguments for ``search_cls``, with our budget on top."""
+    from helion.autotuner.effort_profile import get_effort_profile
+
+    profile = get_effort_profile(budget.effort)
+    kwargs = dict(search_cls.get_kwargs_from_profile(profile, bound_kernel.settings))
+    overrides = {
+        "max_generations": budget.max_generations,
+        "initial_population": budget.initial_population,
+        "polish_rounds": budget.polish_rounds,
+    }
+    kwargs.update({k: v for k, v in overrides.items() if v is not None})
+    accepted = inspect.signature(search_cls.__init__).parameters
+    return {k: v for k, v in kwargs.items() if k in accepted}
+
+
+def apply_budget_settings(bound_kernel: Any, budget: Budget) -> None:
+    settings = bound_kernel.settings
+    settings.autotune_random_seed = budget.seed
+    settings.autotune_budget_seconds = budget.seconds
+    settings.autotune_effort = budget.effort
+
+
+def run_search(search: Any) -> TuneOutcome:
+    start = time.perf_counter()
+    config = search.autotune(skip_cache=True)
+    seconds = time.perf_counter() - start
+    metrics = search._autotune_metrics
+    best = getattr(metrics, "best_perf_ms", None)
+    return TuneOutcome(
+        config=dict(config),
+        configs_tested=int(metrics.num_configs_tested),
+        seconds=seconds,
+        search_best_ms=float(best) if isinstance(best, (int, float)) and math.isfinite(best) else None,
+    )
+
+
+class LfboStrategy:
+    name = "lfbo"
+
+    def tune(self, bound_kernel: Any, args: Sequence[object], budget: Budget) -> TuneOutcome:
+        from helion.autotuner import LFBOTreeSearch
+
+        apply_budget_settings(bound_kernel, budget)
+        search = LFBOTreeSearch(bound_kernel, args, **search_kwargs(LFBOTreeSearch, bound_kernel, budget))
+        return run_search(search)

@@ -1,0 +1,125 @@
+"""Tune: run one strategy on each planned case and write each result to the lock at once."""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import traceback
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from . import lock as lockfile
+from .lock import LockEntry
+from .plan import Case, Plan
+from .runtime.keys import DeviceKey, shape_key
+from .strategies import Budget, Strategy
+
+
+@dataclass
+class CaseResult:
+    case: Case
+    status: str  # "hit" | "tuned" | "missing" | "failed"
+    entry: LockEntry | None = None
+    previous: LockEntry | None = None
+    error: str | None = None
+
+
+@contextmanager
+def tuning_environment(device: str) -> Iterator[None]:
+    """Process settings that make a tune reproducible and honest.
+
+    Helion's on-disk autotune cache would let an earlier run's result leak into
+    this one (and its "from_best_available" population reads it), so it is
+    skipped.  Pallas in interpret mode on a CPU ranks by wall time: its default
+    device-time ranking needs a TPU profiler and hangs on CPU.
+    """
+    wanted = {"HELION_SKIP_CACHE": "1", "HELION_AUTOTUNE_PROGRESS_BAR": os.environ.get("HELION_AUTOTUNE_PROGRESS_BAR", "0")}
+    if device == "cpu":
+        wanted["HELION_AUTOTUNE_PALLAS_RANK_BY"] = "wall_time"
+    saved = {k: os.environ.get(k) for k in wanted}
+    os.environ.update(wanted)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def tune_case(case: Case, strategy: Strategy, budget: Budget, device: str, device_key: DeviceKey) -> LockEntry:
+    import helion
+
+    from .measure import time_ms
+    from .specs import make_inputs
+    from .versions import toolchain_versions
+
+    args = make_inputs(case.spec, case.kernel, device)
+    bound = case.kernel.bind(args)
+    outcome = strategy.tune(bound, args, budget)
+    bound.set_config(helion.Config(**outcome.config))
+    ms = time_ms(lambda: bound(*args), device)
+    provenance: dict[str, Any] = {
+        "strategy": strategy.name,
+        "budget": budget.as_provenance(),
+        "configs_tested": outcome.configs_tested,
+        "seconds": round(outcome.seconds, 3),
+        "ms": round(ms, 6),
+        "spec": case.spec.declared,
+        "versions": toolchain_versions(),
+    }
+    if outcome.search_best_ms is not None:
+        provenance["search_best_ms"] = round(outcome.search_best_ms, 6)
+    provenance.update(outcome.extra)
+    return LockEntry(
+        kernel=case.kernel_id,
+        source_hash=case.source_hash,
+        device=device_key.name,
+        arch=device_key.arch,
+        shape=shape_key(args),
+        shape_name=case.spec.name,
+        config=json.loads(json.dumps(outcome.config)),
+        provenance=provenance,
+    )
+
+
+def run_plan(
+    plan: Plan,
+    strategy: Strategy,
+    budget: Budget,
+    device: str,
+    lock_path: Path,
+    on_case: Callable[[CaseResult], None] = lambda r: None,
+    previous: lockfile.Lock | None = None,
+) -> list[CaseResult]:
+    """Tune every case in ``plan.todo``; each success is in the lock before the next starts."""
+    assert plan.device is not None
+    results: list[CaseResult] = []
+    with tuning_environment(device):
+        for case in plan.todo:
+            try:
+                entry = tune_case(case, strategy, budget, device, plan.device)
+            except Exception as e:  # one bad case must not cost the finished ones
+                detail = traceback.format_exception_only(type(e), e)[-1].strip()
+                result = CaseResult(case, "failed", error=detail)
+            else:
+                old = lockfile.record(lock_path, entry)
+                prev = old or _previous_entry(previous, case)
+                result = CaseResult(case, "tuned", entry=entry, previous=prev)
+            results.append(result)
+            on_case(result)
+            gc.collect()
+    return results
+
+
+def _previous_entry(lock: lockfile.Lock | None, case: Case) -> LockEntry | None:
+    """The same kernel and shape name tuned before (older source or spec), for the report's change column."""
+    if lock is None:
+        return None
+    same = [e for e in lock.of_kernel(case.kernel_id) if e.shape_name == case.spec.name]
+    return same[-1] if same else None
