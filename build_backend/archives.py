@@ -97,6 +97,7 @@ def rewrite_sdist(path: Path, extra: Mapping[str, bytes]) -> None:
         for name in sorted(members):
             info, data = members[name]
             info.mtime = epoch
+            info.pax_headers = {}
             info.uid = info.gid = 0
             info.uname = info.gname = ""
             if info.isdir():

@@ -1,0 +1,65 @@
+"""Shared harness: build fixture packages with real `pip wheel` runs, install them, run them."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+PALLAS_INTERPRET = {"HELION_BACKEND": "pallas", "HELION_PALLAS_INTERPRET": "1"}
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    """The test process's environment minus any KILN_*/HELION_* the developer had set."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("KILN_", "HELION_"))}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+    env.update(extra)
+    return env
+
+
+def run(cmd: list[str], cwd: Path, env: dict[str, str], check: bool = True, timeout: int = 900) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-8000:]}")
+    return proc
+
+
+def pip_wheel(project: Path, out: Path, env: dict[str, str], *config: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    cmd = [sys.executable, "-m", "pip", "wheel", ".", "--no-deps", "--no-build-isolation", "-v", "-w", str(out)]
+    for c in config:
+        cmd += ["-C", c]
+    return run(cmd, project, env, check=check)
+
+
+def only_wheel(out: Path) -> Path:
+    wheels = sorted(out.glob("*.whl"))
+    assert len(wheels) == 1, wheels
+    return wheels[0]
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def install(wheel: Path, target: Path, env: dict[str, str]) -> None:
+    run([sys.executable, "-m", "pip", "install", "--no-deps", "--target", str(target), str(wheel)], target.parent, env)
+
+
+def run_python(code: str, cwd: Path, env: dict[str, str], check: bool = True) -> subprocess.CompletedProcess[str]:
+    return run([sys.executable, "-c", code], cwd, env, check=check)
+
+
+@pytest.fixture
+def tinypkg(tmp_path: Path) -> Path:
+    """A fresh copy of the tinypkg fixture project."""
+    dest = tmp_path / "tinypkg"
+    shutil.copytree(FIXTURES / "tinypkg", dest, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__", "kiln.lock"))
+    return dest
