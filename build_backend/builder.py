@@ -101,21 +101,22 @@ def run_build(project_dir: Path, config_settings: Mapping[str, Any] | None = Non
     if plan.todo:
         assert device is not None
         budget = Budget(settings.effort, settings.max_generations, settings.initial_population,
-                        settings.polish_rounds, settings.seconds, settings.seed)
-        strategy = get_strategy(settings.strategy)
+                        settings.polish_rounds, settings.seconds, settings.seed, settings.max_configs)
+        strategy = get_strategy(settings.resolved_strategy)
 
         def progress(r: CaseResult) -> None:
             if r.status == "tuned" and r.entry:
                 p = r.entry.provenance
                 _log(f"tuned {r.case.label}: {p['configs_tested']} configs, {p['seconds']:.1f}s, {p['ms']:.4f} ms -> {settings.lock}")
             else:
-                _log(f"FAILED {r.case.label}: {r.error}")
+                _log(f"{r.status.upper()} {r.case.label}: {r.error}")
 
-        results += run_plan(plan, strategy, budget, device, settings.lock_path, progress, previous=lock)
+        results += run_plan(plan, strategy, budget, device, settings.lock_path, progress, previous=lock,
+                            llm=settings.llm_settings(), total_seconds=settings.total_seconds)
         lock = lockfile.load(settings.lock_path)
     results += [CaseResult(c, "missing") for c in plan.missing]
 
-    unresolved = [r for r in results if r.status in ("missing", "failed")]
+    unresolved = [r for r in results if r.status in ("missing", "failed", "skipped")]
     if results:
         print_table(results, title=f"kiln: {settings.project_name}")
     if settings.report:

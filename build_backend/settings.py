@@ -45,12 +45,14 @@ class Key:
 
 KEYS: dict[str, Key] = {
     "packages": Key("list", None, "packages to scan for Helion kernels (default: the project's import name)"),
-    "strategy": Key("choice", "lfbo", "tuning strategy", choices=_strategies),
+    "strategy": Key("choice", "auto", "tuning strategy (auto: hybrid with an LLM, else seeded)", choices=_strategies),
     "effort": Key("choice", "full", "Helion effort profile for the search", choices=lambda: ["quick", "full"]),
     "max_generations": Key("optint", None, "cap on search generations per case"),
     "initial_population": Key("optint", None, "size of the search's initial population"),
     "polish_rounds": Key("optint", None, "LFBO polish rounds after the search"),
     "seconds": Key("optint", None, "wall-clock budget per case, in seconds"),
+    "max_configs": Key("optint", None, "configs benchmarked per case, at most (checked between search rounds)"),
+    "total_seconds": Key("optint", None, "wall-clock budget for all tuning in one build"),
     "seed": Key("int", 0, "random seed of the search, recorded in the lock"),
     "lock": Key("str", "kiln.lock", "path of the lock, relative to the project"),
     "missing": Key("choice", "warn", "what a declared shape with no lock entry does when nothing can tune it",
@@ -59,6 +61,14 @@ KEYS: dict[str, Key] = {
     "device": Key("choice", "auto", "where to tune: auto (a CUDA GPU if present), cuda, cpu, none",
                   choices=lambda: ["auto", "cuda", "cpu", "none"]),
     "report": Key("str", "", "path of a JSON report of this build's cases (empty: none)"),
+    "llm_model": Key("str", "", "litellm model id (e.g. openai/gpt-5.5, anthropic/claude-sonnet-4-6); empty: no LLM"),
+    "llm_api_base": Key("str", "", "base URL of an on-prem or proxy endpoint (vLLM, Ollama, any OpenAI-compatible)"),
+    "llm_timeout": Key("int", 60, "seconds per LLM request"),
+    "llm_retries": Key("int", 2, "retries per LLM request, with backoff"),
+    "llm_rounds": Key("int", 1, "LLM proposal rounds per case"),
+    "llm_configs_per_round": Key("int", 6, "configs the LLM proposes per round"),
+    "llm_send_source": Key("bool", True, "include the kernel source in prompts (false: withhold it)"),
+    "llm_log": Key("str", "kiln-llm.log", "prompt/response log, outside the wheel, keys redacted"),
     "shapes": Key("table", {}, "declared shapes: [tool.kiln.shapes.\"pkg.mod:kernel\"] name = [args]"),
 }
 
@@ -68,24 +78,52 @@ class Settings:
     project_dir: Path
     project_name: str
     packages: list[str]
-    strategy: str = "lfbo"
+    strategy: str = "auto"
     effort: str = "full"
     max_generations: int | None = None
     initial_population: int | None = None
     polish_rounds: int | None = None
     seconds: int | None = None
+    max_configs: int | None = None
+    total_seconds: int | None = None
     seed: int = 0
     lock: str = "kiln.lock"
     missing: str = "warn"
     include: list[str] = field(default_factory=lambda: ["*"])
     device: str = "auto"
     report: str = ""
+    llm_model: str = ""
+    llm_api_base: str = ""
+    llm_timeout: int = 60
+    llm_retries: int = 2
+    llm_rounds: int = 1
+    llm_configs_per_round: int = 6
+    llm_send_source: bool = True
+    llm_log: str = "kiln-llm.log"
     shapes: Mapping[str, Any] = field(default_factory=dict)
     origins: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def lock_path(self) -> Path:
         return (self.project_dir / self.lock).resolve()
+
+    @property
+    def resolved_strategy(self) -> str:
+        from tuning.strategies import resolve_name
+
+        return resolve_name(self.strategy, bool(self.llm_model))
+
+    def llm_settings(self) -> Any:
+        """The LLM connection, or None when no model is configured."""
+        if not self.llm_model:
+            return None
+        from tuning.strategies import LlmSettings
+
+        return LlmSettings(
+            model=self.llm_model, api_base=self.llm_api_base or None, timeout_s=float(self.llm_timeout),
+            retries=self.llm_retries, rounds=self.llm_rounds, configs_per_round=self.llm_configs_per_round,
+            send_source=self.llm_send_source, log_path=str(self.project_dir / self.llm_log) if self.llm_log else None,
+        )
 
 
 def _suggest(word: str, valid: list[str]) -> str:
@@ -109,6 +147,15 @@ def _coerce(key: str, spec: Key, value: Any, origin: str) -> Any:
             value = [v.strip() for v in value.split(",") if v.strip()]
         if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
             raise SettingsError(f"{where}: expected a list of strings, got {value!r}.")
+        return value
+    if spec.kind == "bool":
+        if from_text:
+            low = value.strip().lower()
+            if low not in ("1", "0", "true", "false", "yes", "no", "on", "off"):
+                raise SettingsError(f"{where}: expected true or false, got {value!r}.")
+            return low in ("1", "true", "yes", "on")
+        if not isinstance(value, bool):
+            raise SettingsError(f"{where}: expected true or false, got {value!r}.")
         return value
     if spec.kind in ("int", "optint"):
         if spec.kind == "optint" and (value is None or (from_text and value.strip().lower() in ("", "none"))):

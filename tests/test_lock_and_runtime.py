@@ -68,7 +68,7 @@ def test_merge_keeps_both_gpus_and_rejects_conflicts() -> None:
 
 
 def test_crash_mid_build_keeps_finished_cases(tmp_path: Path) -> None:
-    """A build that dies on its second case keeps the first in the lock; the rerun tunes only the rest."""
+    """A build that dies on its third case keeps the first two in the lock; the rerun tunes only the rest."""
     from tuning.plan import Case, make_plan
     from tuning.specs import parse_shapes
     from tuning.strategies import Budget, TuneOutcome
@@ -87,27 +87,28 @@ def test_crash_mid_build_keeps_finished_cases(tmp_path: Path) -> None:
         def __init__(self, die_on: str | None) -> None:
             self.die_on, self.seen = die_on, []
 
-        def entry(self, case: Case, strategy: object, budget: Budget, device: str, key: DeviceKey) -> LockEntry:
+        def entry(self, case: Case, strategy: object, budget: Budget, device: str, key: DeviceKey, context: object = None) -> LockEntry:
             self.seen.append(case.spec.name)
             if case.spec.name == self.die_on:
                 raise KeyboardInterrupt  # like Ctrl-C or a killed build: not an ordinary failure
             return LockEntry(case.kernel_id, case.source_hash, key.name, key.arch, case.spec.name,
                              case.spec.name, {"block_sizes": [4]}, {"spec": case.spec.declared, "ms": 1.0})
 
-    fake = FakeSearch(die_on="b")
+    fake = FakeSearch(die_on="c")
     orig = tune_mod.tune_case
     tune_mod.tune_case = fake.entry  # type: ignore[assignment]
     try:
         with pytest.raises(KeyboardInterrupt):
             run_plan(make_plan(cases, lockfile.load(path), dev, ["*"]), FakeSearch(None), Budget(), "cpu", path)  # type: ignore[arg-type]
-        assert [e.shape_name for e in lockfile.load(path).sorted_entries()] == ["a"]
+        # The middle shape is tuned first (it seeds the others), then the rest in order.
+        assert [e.shape_name for e in lockfile.load(path).sorted_entries()] == ["a", "b"]
         fake.die_on = None
         plan = make_plan(cases, lockfile.load(path), dev, ["*"])
-        assert [c.spec.name for c in plan.todo] == ["b", "c"] and len(plan.hits) == 1
+        assert [c.spec.name for c in plan.todo] == ["c"] and len(plan.hits) == 2
         run_plan(plan, FakeSearch(None), Budget(), "cpu", path)  # type: ignore[arg-type]
     finally:
         tune_mod.tune_case = orig  # type: ignore[assignment]
-    assert fake.seen == ["a", "b", "b", "c"]
+    assert fake.seen == ["b", "a", "c", "c"]
     assert [e.shape_name for e in lockfile.load(path).sorted_entries()] == ["a", "b", "c"]
 
 
@@ -149,3 +150,43 @@ def test_table_roundtrip_is_canonical_and_corruption_is_reported() -> None:
 
     with pytest.raises(TableError, match="format 99"):
         decode(msgpack.packb({"format": 99}))
+
+
+def test_seeds_prefer_this_gpu_and_feed_forward_within_a_build() -> None:
+    from tuning.plan import Case
+    from tuning.specs import parse_shapes
+    from tuning.tune import seeds_for, tuning_order
+
+    specs = parse_shapes({"p.m:k": {"s": ["f32[4]"], "m": ["f32[8]"], "l": ["f32[16]"]}})["p.m:k"]
+    cases = [Case("p.m:k", object(), "sha256:1", s) for s in specs]
+    assert [c.spec.name for c in tuning_order(cases)] == ["m", "s", "l"]
+    h200 = DeviceKey("NVIDIA H200", "triton:sm90")
+    known = [
+        _entry(device="NVIDIA B200", block_sizes=[1]),
+        _entry(shape="bf16[8]", block_sizes=[2]),
+        _entry(kernel="other:k", block_sizes=[3]),
+        _entry(shape="bf16[9]", block_sizes=[2]),  # duplicate config: offered once
+    ]
+    assert seeds_for(cases[0], known, h200) == ({"block_sizes": [2]}, {"block_sizes": [1]})
+
+
+def test_config_budget_stops_the_search_between_rounds() -> None:
+    from tuning.strategies.lfbo import cap_configs
+
+    class FakeMetrics:
+        num_configs_tested = 0
+
+    class FakeHelionSearch:  # named fake: only the two attributes the seam touches
+        _autotune_metrics = FakeMetrics()
+
+        def _autotune_budget_exceeded(self) -> bool:
+            return False
+
+        def log(self, msg: str) -> None:
+            self.last = msg
+
+    s = FakeHelionSearch()
+    cap_configs(s, 10)
+    assert not s._autotune_budget_exceeded()
+    s._autotune_metrics.num_configs_tested = 10
+    assert s._autotune_budget_exceeded() and "config budget 10" in s.last

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import json
+import time
 import os
 import traceback
 from collections.abc import Callable, Iterator
@@ -16,13 +18,13 @@ from . import lock as lockfile
 from .lock import LockEntry
 from .plan import Case, Plan
 from .runtime.keys import DeviceKey, shape_key
-from .strategies import Budget, Strategy
+from .strategies import Budget, LlmSettings, Strategy, TuneContext
 
 
 @dataclass
 class CaseResult:
     case: Case
-    status: str  # "hit" | "tuned" | "missing" | "failed"
+    status: str  # "hit" | "tuned" | "missing" | "failed" | "skipped"
     entry: LockEntry | None = None
     previous: LockEntry | None = None
     error: str | None = None
@@ -52,7 +54,8 @@ def tuning_environment(device: str) -> Iterator[None]:
                 os.environ[k] = v
 
 
-def tune_case(case: Case, strategy: Strategy, budget: Budget, device: str, device_key: DeviceKey) -> LockEntry:
+def tune_case(case: Case, strategy: Strategy, budget: Budget, device: str, device_key: DeviceKey,
+              context: TuneContext | None = None) -> LockEntry:
     import helion
 
     from .measure import time_ms
@@ -61,11 +64,11 @@ def tune_case(case: Case, strategy: Strategy, budget: Budget, device: str, devic
 
     args = make_inputs(case.spec, case.kernel, device)
     bound = case.kernel.bind(args)
-    outcome = strategy.tune(bound, args, budget)
+    outcome = strategy.tune(bound, args, budget, context or TuneContext(case.kernel_id, case.spec.name))
     bound.set_config(helion.Config(**outcome.config))
     ms = time_ms(lambda: bound(*args), device)
     provenance: dict[str, Any] = {
-        "strategy": strategy.name,
+        "strategy": outcome.extra.pop("strategy", strategy.name),
         "budget": budget.as_provenance(),
         "configs_tested": outcome.configs_tested,
         "seconds": round(outcome.seconds, 3),
@@ -88,6 +91,32 @@ def tune_case(case: Case, strategy: Strategy, budget: Budget, device: str, devic
     )
 
 
+def tuning_order(cases: list[Case]) -> list[Case]:
+    """Per kernel, the middle declared shape first, so its result seeds the smaller and larger ones."""
+    by_kernel: dict[str, list[Case]] = {}
+    for c in cases:
+        by_kernel.setdefault(c.kernel_id, []).append(c)
+    ordered: list[Case] = []
+    for group in by_kernel.values():
+        mid = group[(len(group) - 1) // 2] if len(group) > 2 else group[0]
+        ordered += [mid] + [c for c in group if c is not mid]
+    return ordered
+
+
+def seeds_for(case: Case, known: list[LockEntry], device_key: DeviceKey, limit: int = 6) -> tuple[dict[str, Any], ...]:
+    """Configs known for this kernel, nearest first: this GPU before others, this source before older."""
+    mine = [e for e in known if e.kernel == case.kernel_id]
+    mine.sort(key=lambda e: (e.arch != device_key.arch, e.device != device_key.name, e.source_hash != case.source_hash))
+    out: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for e in mine:
+        text = json.dumps(dict(e.config), sort_keys=True)
+        if text not in seen:
+            seen.add(text)
+            out.append(dict(e.config))
+    return tuple(out[:limit])
+
+
 def run_plan(
     plan: Plan,
     strategy: Strategy,
@@ -96,20 +125,38 @@ def run_plan(
     lock_path: Path,
     on_case: Callable[[CaseResult], None] = lambda r: None,
     previous: lockfile.Lock | None = None,
+    llm: LlmSettings | None = None,
+    total_seconds: int | None = None,
 ) -> list[CaseResult]:
-    """Tune every case in ``plan.todo``; each success is in the lock before the next starts."""
+    """Tune every case in ``plan.todo``; each success is in the lock before the next starts.
+
+    ``total_seconds`` bounds the whole loop: each case gets at most what is
+    left, and cases that find nothing left are reported as skipped.
+    """
     assert plan.device is not None
     results: list[CaseResult] = []
+    known = previous.sorted_entries() if previous is not None else []
+    start = time.monotonic()
     with tuning_environment(device):
-        for case in plan.todo:
+        for case in tuning_order(plan.todo):
+            case_budget = budget
+            if total_seconds is not None:
+                left = int(total_seconds - (time.monotonic() - start))
+                if left <= 0:
+                    results.append(CaseResult(case, "skipped", error=f"build budget total_seconds={total_seconds} spent"))
+                    on_case(results[-1])
+                    continue
+                case_budget = dataclasses.replace(budget, seconds=min(left, budget.seconds or left))
+            context = TuneContext(case.kernel_id, case.spec.name, seeds_for(case, known, plan.device), llm)
             try:
-                entry = tune_case(case, strategy, budget, device, plan.device)
+                entry = tune_case(case, strategy, case_budget, device, plan.device, context)
             except Exception as e:  # one bad case must not cost the finished ones
                 detail = traceback.format_exception_only(type(e), e)[-1].strip()
                 result = CaseResult(case, "failed", error=detail)
             else:
                 old = lockfile.record(lock_path, entry)
-                prev = old or _previous_entry(previous, case)
+                known.append(entry)
+                prev = old or _previous_entry(previous, case, plan.device)
                 result = CaseResult(case, "tuned", entry=entry, previous=prev)
             results.append(result)
             on_case(result)
@@ -117,9 +164,10 @@ def run_plan(
     return results
 
 
-def _previous_entry(lock: lockfile.Lock | None, case: Case) -> LockEntry | None:
-    """The same kernel and shape name tuned before (older source or spec), for the report's change column."""
+def _previous_entry(lock: lockfile.Lock | None, case: Case, device_key: DeviceKey) -> LockEntry | None:
+    """The same kernel and shape name tuned before on this GPU (older source or spec), for the change column."""
     if lock is None:
         return None
-    same = [e for e in lock.of_kernel(case.kernel_id) if e.shape_name == case.spec.name]
+    same = [e for e in lock.of_kernel(case.kernel_id)
+            if e.shape_name == case.spec.name and (e.device, e.arch) == (device_key.name, device_key.arch)]
     return same[-1] if same else None

@@ -2,17 +2,33 @@
 
 from __future__ import annotations
 
-from .base import Budget, Strategy, TuneOutcome
+import importlib
 
-STRATEGY_NAMES: tuple[str, ...] = ("lfbo",)
+from .base import Budget, LlmSettings, Strategy, TuneContext, TuneOutcome
+
+# name -> "module:Class", imported only when chosen (helion and litellm are heavy).
+_REGISTRY: dict[str, str] = {
+    "lfbo": "tuning.strategies.lfbo:LfboStrategy",
+    "seeded": "tuning.strategies.seeded:SeededStrategy",
+    "llm": "tuning.strategies.llm:LlmStrategy",
+    "hybrid": "tuning.strategies.llm:HybridStrategy",
+}
+STRATEGY_NAMES: tuple[str, ...] = ("auto", *_REGISTRY)
+
+
+def resolve_name(name: str, llm_configured: bool) -> str:
+    """``auto``: hybrid when an LLM is configured, else the offline ``seeded``."""
+    if name == "auto":
+        return "hybrid" if llm_configured else "seeded"
+    return name
 
 
 def get_strategy(name: str) -> Strategy:
-    if name == "lfbo":
-        from .lfbo import LfboStrategy
+    try:
+        module, _, cls = _REGISTRY[name].partition(":")
+    except KeyError:
+        raise KeyError(f"unknown strategy {name!r}; valid: {', '.join(STRATEGY_NAMES)}") from None
+    return getattr(importlib.import_module(module), cls)()
 
-        return LfboStrategy()
-    raise KeyError(f"unknown strategy {name!r}; valid: {', '.join(STRATEGY_NAMES)}")
 
-
-__all__ = ["STRATEGY_NAMES", "Budget", "Strategy", "TuneOutcome", "get_strategy"]
+__all__ = ["STRATEGY_NAMES", "Budget", "LlmSettings", "Strategy", "TuneContext", "TuneOutcome", "get_strategy", "resolve_name"]

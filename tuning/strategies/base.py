@@ -22,6 +22,7 @@ class Budget:
     polish_rounds: int | None = None
     seconds: int | None = None
     seed: int = 0
+    max_configs: int | None = None
 
     def as_provenance(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if v is not None}
@@ -36,7 +37,36 @@ class TuneOutcome:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class LlmSettings:
+    """How to reach the LLM.  The API key is never here: litellm reads it from the environment."""
+
+    model: str
+    api_base: str | None = None
+    timeout_s: float = 60.0
+    retries: int = 2
+    rounds: int = 1
+    configs_per_round: int = 6
+    send_source: bool = True
+    log_path: str | None = None
+
+
+@dataclass(frozen=True)
+class TuneContext:
+    """What a strategy may know beyond the kernel and its inputs.
+
+    ``seeds`` are configs already known to be good for this kernel: lock
+    entries at other shapes or on other GPUs, and shapes finished earlier in
+    this build, nearest first.
+    """
+
+    kernel_id: str = ""
+    shape_name: str = ""
+    seeds: tuple[dict[str, Any], ...] = ()
+    llm: LlmSettings | None = None
+
+
 class Strategy(Protocol):
     name: str
 
-    def tune(self, bound_kernel: Any, args: Sequence[object], budget: Budget) -> TuneOutcome: ...
+    def tune(self, bound_kernel: Any, args: Sequence[object], budget: Budget, context: TuneContext) -> TuneOutcome: ...

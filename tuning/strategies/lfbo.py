@@ -8,7 +8,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from .base import Budget, TuneOutcome
+from .base import Budget, TuneContext, TuneOutcome
 
 
 def search_kwargs(search_cls: type, bound_kernel: Any, budget: Budget) -> dict[str, Any]:
@@ -34,7 +34,27 @@ def apply_budget_settings(bound_kernel: Any, budget: Budget) -> None:
     settings.autotune_effort = budget.effort
 
 
-def run_search(search: Any) -> TuneOutcome:
+def cap_configs(search: Any, max_configs: int | None) -> None:
+    """Stop the search at the next generation boundary once it has tested ``max_configs``.
+
+    Helion has a wall-clock budget but no config budget; its budget check
+    (``_autotune_budget_exceeded``, consulted between rounds) is the seam.
+    """
+    if max_configs is None:
+        return
+    seconds_exceeded = search._autotune_budget_exceeded
+
+    def exceeded() -> bool:
+        if search._autotune_metrics.num_configs_tested >= max_configs:
+            search.log(f"kiln: config budget {max_configs} reached; returning best-so-far.")
+            return True
+        return bool(seconds_exceeded())
+
+    search._autotune_budget_exceeded = exceeded
+
+
+def run_search(search: Any, max_configs: int | None = None) -> TuneOutcome:
+    cap_configs(search, max_configs)
     start = time.perf_counter()
     config = search.autotune(skip_cache=True)
     seconds = time.perf_counter() - start
@@ -51,9 +71,9 @@ def run_search(search: Any) -> TuneOutcome:
 class LfboStrategy:
     name = "lfbo"
 
-    def tune(self, bound_kernel: Any, args: Sequence[object], budget: Budget) -> TuneOutcome:
+    def tune(self, bound_kernel: Any, args: Sequence[object], budget: Budget, context: TuneContext) -> TuneOutcome:
         from helion.autotuner import LFBOTreeSearch
 
         apply_budget_settings(bound_kernel, budget)
         search = LFBOTreeSearch(bound_kernel, args, **search_kwargs(LFBOTreeSearch, bound_kernel, budget))
-        return run_search(search)
+        return run_search(search, budget.max_configs)

@@ -1,0 +1,47 @@
+"""``seeded``: LFBO started from configs already known to be good, with a small budget.
+
+No LLM, so it suits air-gapped builders.  Seeds come from the lock (the same
+kernel at other shapes and on other GPUs) and from shapes finished earlier in
+this build; Helion adds its compiler-derived seed configs itself.  A seed
+added to a fixed-budget profile saves nothing (DESIGN.md), so here the seeds
+*replace* exploration: a small random pad, one search path, few generations
+and polish rounds, and Helion's plateau stop.  With no known config at all
+(the first shape of a new kernel) Helion's compiler-derived seeds and the
+default config anchor the search, with a somewhat larger random pad.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from .base import Budget, TuneContext, TuneOutcome
+from .lfbo import apply_budget_settings, run_search, search_kwargs
+
+# Reduced searches, cut down from Helion's quick profile (initial_population 30,
+# copies 2, max_generations 5, polish_rounds 10).  Explicit budget keys win.
+WITH_SEEDS = {"initial_population": 8, "copies": 1, "max_generations": 3, "polish_rounds": 2}
+COMPILER_SEEDS_ONLY = {"initial_population": 16, "copies": 1, "max_generations": 4, "polish_rounds": 3}
+
+
+class SeededStrategy:
+    name = "seeded"
+
+    def tune(self, bound_kernel: Any, args: Sequence[object], budget: Budget, context: TuneContext) -> TuneOutcome:
+        import helion
+        from helion.autotuner import LFBOTreeSearch
+        from helion.autotuner.pattern_search import InitialPopulationStrategy
+
+        apply_budget_settings(bound_kernel, budget)
+        kwargs = search_kwargs(LFBOTreeSearch, bound_kernel, budget)
+        seeds = [helion.Config(**s) for s in context.seeds]
+        for key, value in (WITH_SEEDS if seeds else COMPILER_SEEDS_ONLY).items():
+            explicit = getattr(budget, key, None)
+            kwargs[key] = explicit if explicit is not None else value
+        kwargs["initial_population_strategy"] = InitialPopulationStrategy.FROM_BEST_AVAILABLE
+        kwargs["best_available_pad_random"] = True
+        search = LFBOTreeSearch(bound_kernel, args, **kwargs)
+        search.set_best_available_seed_configs(seeds)
+        outcome = run_search(search, budget.max_configs)
+        outcome.extra["seeds"] = len(seeds)
+        return outcome
