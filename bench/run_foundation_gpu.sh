@@ -5,7 +5,7 @@ set -u
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl || exit 1
 export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1
-python3 -c "import torch, helion; print(torch.__version__, helion.__version__, torch.cuda.get_device_name())" | tee "$OUT/env.txt"
+python3 -c "import torch, importlib.metadata as m; print(torch.__version__, m.version('helion'), torch.cuda.get_device_name())" | tee "$OUT/env.txt"
 : "${KILN_INCLUDE:=model_kernels.softmax:softmax,model_kernels.rms_norm:rms_norm}"
 : "${KILN_SECONDS:=40}"
 export KILN_INCLUDE KILN_SECONDS

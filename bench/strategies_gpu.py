@@ -1,0 +1,161 @@
+"""Strategies side by side on real model_kernels cases, on one GPU, in one run.
+
+For every case (``kernel_id@shape_name``) each strategy tunes from a fresh
+Triton cache (no strategy compiles faster because another ran first), through
+the same engine the build uses.  Then the chosen configs are re-measured side
+by side in this process, interleaved over several rounds, with one method
+(triton.testing.do_bench, median): ratios come from that re-measurement, never
+from timings seen during tuning (DESIGN.md: noise between runs is 3-5%).
+
+``seeded`` gets what a real build would know: lock entries of the same kernel
+at other shapes (``--lock``), plus Helion's compiler seeds.  ``hybrid`` talks to
+a local OpenAI-compatible server started here that serves fixed configs (the
+lock's entries of the kernel at other shapes): it proves the path on a GPU; its
+numbers are not an LLM's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+import tomllib
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def fixed_answer_server(configs: list[dict[str, Any]]) -> tuple[str, Any]:
+    """A loopback OpenAI chat-completions endpoint that always proposes ``configs``."""
+    import http.server
+    import threading
+
+    body = json.dumps({"configs": configs})
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802
+            self.rfile.read(int(self.headers.get("content-length", 0)))
+            doc = {
+                "id": "fixed", "object": "chat.completion", "created": 0, "model": "fixed-answers",
+                "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": body}}],
+                "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+            }
+            data = json.dumps(doc).encode()
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *a: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return f"http://127.0.0.1:{server.server_address[1]}/v1", server
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cases", required=True, help="comma list of kernel_id@shape_name")
+    ap.add_argument("--strategies", default="lfbo,seeded")
+    ap.add_argument("--lfbo-effort", default="full")
+    ap.add_argument("--lock", default=str(ROOT / "kiln.lock"))
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--out", required=True)
+    ns = ap.parse_args()
+
+    sys.path.insert(0, str(ROOT))
+    os.environ["KILN_BUILDING"] = "1"  # model_kernels' opt-in stays inert: we tune, not serve
+    import helion
+    import torch
+    from triton.testing import do_bench
+
+    from tuning import lock as lockfile
+    from tuning.plan import Case, source_hash
+    from tuning.runtime.keys import device_key_for
+    from tuning.runtime.kernels import resolve_kernel
+    from tuning.specs import make_inputs, parse_shapes
+    from tuning.strategies import Budget, LlmSettings, TuneContext, get_strategy
+    from tuning.tune import seeds_for, tune_case, tuning_environment
+    from tuning.versions import toolchain_versions
+
+    shapes = parse_shapes(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["kiln"]["shapes"])
+    lock = lockfile.load(Path(ns.lock))
+    dev = device_key_for("cuda")
+    out_path = Path(ns.out)
+    doc: dict[str, Any] = {
+        "what": "strategies side by side; ratios from an interleaved re-measurement in one process",
+        "gpu": dev.as_dict(), "versions": toolchain_versions(), "lfbo_effort": ns.lfbo_effort,
+        "hybrid_note": "hybrid talks to a local server with fixed answers (lock configs of other shapes): not an LLM",
+        "cases": [],
+    }
+    strategies = ns.strategies.split(",")
+    for item in ns.cases.split(","):
+        kernel_id, _, shape_name = item.partition("@")
+        spec = next(s for s in shapes[kernel_id] if s.name == shape_name)
+        kernel = resolve_kernel(kernel_id)
+        case = Case(kernel_id, kernel, source_hash(kernel), spec)
+        others = [e for e in lock.sorted_entries() if e.kernel == kernel_id and e.shape_name != shape_name]
+        row: dict[str, Any] = {"case": item, "runs": {}, "seeds_from_lock": len(others)}
+        doc["cases"].append(row)
+        for name in strategies:
+            cache = tempfile.mkdtemp(prefix=f"triton-{name}-")
+            os.environ["TRITON_CACHE_DIR"] = cache
+            effort = ns.lfbo_effort if name == "lfbo" else "quick"
+            context = TuneContext(kernel_id, shape_name, seeds_for(case, others, dev), None)
+            server = None
+            if name == "hybrid":
+                api_base, server = fixed_answer_server([dict(e.config) for e in others] or [{}])
+                os.environ.setdefault("OPENAI_API_KEY", "sk-local-fixed-answers")
+                context = TuneContext(kernel_id, shape_name, context.seeds,
+                                      LlmSettings(model="openai/fixed-answers", api_base=api_base, timeout_s=30,
+                                                  log_path=str(out_path.with_suffix(".llm.log"))))
+            t0 = time.perf_counter()
+            try:
+                with tuning_environment("cuda"):
+                    entry = tune_case(case, get_strategy(name), Budget(effort=effort), "cuda", dev, context)
+                row["runs"][name] = {"config": dict(entry.config), "wall_s": round(time.perf_counter() - t0, 2),
+                                     **{k: entry.provenance.get(k) for k in ("configs_tested", "seconds", "ms", "strategy", "seeds", "llm", "fallback")}}
+            except Exception as e:  # record and go on: one broken run must not cost the table
+                row["runs"][name] = {"error": f"{type(e).__name__}: {e}"[:2000], "wall_s": round(time.perf_counter() - t0, 2)}
+            finally:
+                if server is not None:
+                    server.shutdown()
+            print(json.dumps({item: {name: row["runs"][name]}}), flush=True)
+            out_path.write_text(json.dumps(doc, indent=2, sort_keys=True, default=str) + "\n")
+
+        # Interleaved re-measurement of every chosen config, plus the PyTorch reference.
+        args = make_inputs(spec, kernel, "cuda")
+        bound = kernel.bind(args)
+        fns = {n: bound.compile_config(helion.Config(**r["config"])) for n, r in row["runs"].items() if "config" in r}
+        module, _, kname = kernel_id.partition(":")
+        ref = getattr(sys.modules[module], f"{kname}_ref", None)
+        if ref is not None:
+            fns["torch_ref"] = ref
+        samples: dict[str, list[float]] = {n: [] for n in fns}
+        for _ in range(ns.rounds):
+            for n, fn in fns.items():
+                samples[n].append(do_bench(lambda fn=fn: fn(*args), warmup=25, rep=100, return_mode="median"))
+        row["remeasured_ms"] = {n: round(statistics.median(v), 5) for n, v in samples.items()}
+        base = row["remeasured_ms"].get("lfbo")
+        if base:
+            row["latency_ratio_vs_lfbo"] = {n: round(v / base, 4) for n, v in row["remeasured_ms"].items()}
+            lf = row["runs"]["lfbo"]
+            row["time_ratio_lfbo_over"] = {n: round(lf["seconds"] / r["seconds"], 2) for n, r in row["runs"].items()
+                                           if "seconds" in r and r["seconds"]}
+            row["configs_ratio_lfbo_over"] = {n: round(lf["configs_tested"] / r["configs_tested"], 2)
+                                              for n, r in row["runs"].items() if r.get("configs_tested")}
+        print(json.dumps({item: {k: row.get(k) for k in ("remeasured_ms", "latency_ratio_vs_lfbo", "time_ratio_lfbo_over")}}), flush=True)
+        out_path.write_text(json.dumps(doc, indent=2, sort_keys=True, default=str) + "\n")
+        del args, bound, fns
+        torch.cuda.empty_cache()
+
+
+if __name__ == "__main__":
+    main()
