@@ -4,7 +4,7 @@ For every case (``kernel_id@shape_name``) each strategy tunes from a fresh
 Triton cache (no strategy compiles faster because another ran first), through
 the same engine the build uses.  Then the chosen configs are re-measured side
 by side in this process, interleaved over several rounds, with one method
-(triton.testing.do_bench, median): ratios come from that re-measurement, never
+(tuning.measure.time_ms: CUDA-graph replay, median): ratios come from that re-measurement, never
 from timings seen during tuning (DESIGN.md: noise between runs is 3-5%).
 
 ``seeded`` gets what a real build would know: lock entries of the same kernel
@@ -74,7 +74,7 @@ def main() -> None:
     os.environ["KILN_BUILDING"] = "1"  # model_kernels' opt-in stays inert: we tune, not serve
     import helion
     import torch
-    from triton.testing import do_bench
+    from tuning.measure import time_ms
 
     from tuning import lock as lockfile
     from tuning.plan import Case, source_hash
@@ -139,10 +139,13 @@ def main() -> None:
         if ref is not None:
             fns["torch_ref"] = ref
         samples: dict[str, list[float]] = {n: [] for n in fns}
+        timers: dict[str, str] = {}
         for _ in range(ns.rounds):
             for n, fn in fns.items():
-                samples[n].append(do_bench(lambda fn=fn: fn(*args), warmup=25, rep=100, return_mode="median"))
+                ms, timers[n] = time_ms(lambda fn=fn: fn(*args), "cuda")
+                samples[n].append(ms)
         row["remeasured_ms"] = {n: round(statistics.median(v), 5) for n, v in samples.items()}
+        row["timers"] = timers
         base = row["remeasured_ms"].get("lfbo")
         if base:
             row["latency_ratio_vs_lfbo"] = {n: round(v / base, 4) for n, v in row["remeasured_ms"].items()}

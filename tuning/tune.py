@@ -66,13 +66,14 @@ def tune_case(case: Case, strategy: Strategy, budget: Budget, device: str, devic
     bound = case.kernel.bind(args)
     outcome = strategy.tune(bound, args, budget, context or TuneContext(case.kernel_id, case.spec.name))
     bound.set_config(helion.Config(**outcome.config))
-    ms = time_ms(lambda: bound(*args), device)
+    ms, timer = time_ms(lambda: bound(*args), device)
     provenance: dict[str, Any] = {
         "strategy": outcome.extra.pop("strategy", strategy.name),
         "budget": budget.as_provenance(),
         "configs_tested": outcome.configs_tested,
         "seconds": round(outcome.seconds, 3),
         "ms": round(ms, 6),
+        "timer": timer,
         "spec": case.spec.declared,
         "versions": toolchain_versions(),
     }
