@@ -104,15 +104,28 @@ def run_build(project_dir: Path, config_settings: Mapping[str, Any] | None = Non
                         settings.polish_rounds, settings.seconds, settings.seed, settings.max_configs)
         strategy = get_strategy(settings.resolved_strategy)
 
-        def progress(r: CaseResult) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        bar = Progress(TextColumn("kiln: {task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                       console=Console(file=sys.stderr, width=160, soft_wrap=True), transient=False)
+        task = bar.add_task(f"tuning with {strategy.name}", total=len(plan.todo))
+
+        def started(case: Any) -> None:
+            bar.update(task, description=f"{strategy.name}: {case.label}")
+
+        def finished(r: CaseResult) -> None:
+            bar.advance(task)
             if r.status == "tuned" and r.entry:
                 p = r.entry.provenance
-                _log(f"tuned {r.case.label}: {p['configs_tested']} configs, {p['seconds']:.1f}s, {p['ms']:.4f} ms -> {settings.lock}")
+                bar.console.print(f"kiln: tuned {r.case.label} ({p['strategy']}): {p['configs_tested']} configs, "
+                                  f"{p['seconds']:.1f}s, {p['ms']:.4f} ms -> {settings.lock}")
             else:
-                _log(f"{r.status.upper()} {r.case.label}: {r.error}")
+                bar.console.print(f"kiln: {r.status.upper()} {r.case.label}: {r.error}")
 
-        results += run_plan(plan, strategy, budget, device, settings.lock_path, progress, previous=lock,
-                            llm=settings.llm_settings(), total_seconds=settings.total_seconds)
+        with bar:
+            results += run_plan(plan, strategy, budget, device, settings.lock_path, finished, previous=lock,
+                                llm=settings.llm_settings(), total_seconds=settings.total_seconds, on_start=started)
         lock = lockfile.load(settings.lock_path)
     results += [CaseResult(c, "missing") for c in plan.missing]
 

@@ -128,6 +128,7 @@ def run_plan(
     previous: lockfile.Lock | None = None,
     llm: LlmSettings | None = None,
     total_seconds: int | None = None,
+    on_start: Callable[[Case], None] = lambda c: None,
 ) -> list[CaseResult]:
     """Tune every case in ``plan.todo``; each success is in the lock before the next starts.
 
@@ -149,6 +150,7 @@ def run_plan(
                     continue
                 case_budget = dataclasses.replace(budget, seconds=min(left, budget.seconds or left))
             context = TuneContext(case.kernel_id, case.spec.name, seeds_for(case, known, plan.device), llm)
+            on_start(case)
             try:
                 entry = tune_case(case, strategy, case_budget, device, plan.device, context)
             except Exception as e:  # one bad case must not cost the finished ones
