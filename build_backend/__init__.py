@@ -9,6 +9,7 @@ them only when a hook runs.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -72,8 +73,6 @@ def build_sdist(sdist_directory: str, config_settings: dict[str, Any] | None = N
     """The sdist carries kiln.lock, so a build from it bakes without retuning."""
     from .archives import rewrite_sdist
     from .settings import load_settings
-
-    import os
 
     try:
         settings = load_settings(Path.cwd(), config_settings, os.environ)
