@@ -222,3 +222,19 @@ def test_sdist_carries_the_lock(tinypkg: Path, tmp_path: Path, monkeypatch: pyte
         lock = tf.extractfile("tinypkg-0.1.0/kiln.lock")
         assert lock is not None and lock.read() == (tinypkg / "kiln.lock").read_bytes()
         assert {m.mtime for m in tf.getmembers()} == {315532800}
+
+
+def test_kiln_tune_fills_the_lock_without_a_wheel(tinypkg: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`kiln tune` tunes only what the lock lacks (here the `wide` shape), for real, and builds nothing."""
+    from conftest import run
+
+    _write_lock(tinypkg, monkeypatch)
+    before = json.loads((tinypkg / "kiln.lock").read_text())["entries"]
+    env = clean_env(**PALLAS_INTERPRET)
+    proc = run([sys.executable, "-m", "tuning.cli", "tune", "-C", "device=cpu", "--strategy", "lfbo"], tinypkg, env)
+    assert "1 to tune" in proc.stderr
+    after = json.loads((tinypkg / "kiln.lock").read_text())["entries"]
+    assert [e for e in after if e["shape_name"] == "small"] == before  # untouched
+    wide = [e for e in after if e["shape_name"] == "wide"]
+    assert len(wide) == 1 and wide[0]["provenance"]["strategy"] == "lfbo" and wide[0]["provenance"]["configs_tested"] >= 1
+    assert not list(tinypkg.glob("**/*.whl")) and not (tinypkg / "build").exists()
