@@ -129,6 +129,39 @@ def cmd_doctor(ns: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_bench(ns: argparse.Namespace) -> int:
+    from .bench import DEFAULT_STORE
+    from .bench.store import Store
+
+    project = Path(ns.project).resolve()
+    store_path = Path(ns.store) if ns.store else project / DEFAULT_STORE
+    if ns.report:
+        from .bench.report import summary_json, write_report
+
+        if not store_path.exists():
+            raise KilnError(f"{store_path}: no bench store yet (run `kiln bench` first)")
+        store = Store.load(store_path)
+        if ns.json:
+            print(json.dumps(summary_json(store), indent=2, sort_keys=True))
+        else:
+            path = write_report(store, Path(ns.out) if ns.out else store_path.parent / "report")
+            print(f"kiln bench: report written to {path}")
+        return 0
+    from .bench.run import BenchOptions, run_bench
+
+    if ns.all and ns.cases:
+        raise KilnError("--cases and --all: give one")
+    cases = None if ns.all or not ns.cases else [c.strip() for c in ns.cases.split(",") if c.strip()]
+    strategies = [s.strip() for s in ns.strategies.split(",") if s.strip()] if ns.strategies else None
+    store = run_bench(BenchOptions(project, _config_settings(ns.config, None), cases, strategies, store_path,
+                                   lfbo_effort=ns.lfbo_effort, rounds=ns.rounds))
+    failed = [(label, name) for _, run in store.runs() for label, case in run["cases"].items()
+              for name, rec in case["strategies"].items() if rec.get("error") or rec.get("ms_error")]
+    for label, name in failed:
+        print(f"kiln bench: FAILED {label} {name} (see {store.path})", file=sys.stderr)
+    return 1 if failed else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="kiln", description=__doc__)
     sub = parser.add_subparsers(dest="cmd", required=True)
@@ -154,6 +187,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("locks", nargs="+")
     p.add_argument("-o", "--output", required=True)
     p.set_defaults(func=cmd_merge)
+
+    p = sub.add_parser("bench", help="tune cases x strategies against lfbo into a resumable store; --report renders it")
+    p.add_argument("--project", default=".")
+    p.add_argument("--cases", help="comma list of kernel_id@shape_name (default: all declared cases)")
+    p.add_argument("--all", action="store_true", help="every declared case (the default)")
+    p.add_argument("--strategies", help="comma list (default: lfbo,seeded, plus hybrid,llm when an LLM is configured)")
+    p.add_argument("--store", help="results store (default: <project>/bench/results/store.json)")
+    p.add_argument("-C", "--config", action="append", default=[], metavar="KEY=VALUE",
+                   help="a [tool.kiln] setting (budgets: effort, max_generations, ...), as with kiln tune")
+    p.add_argument("--lfbo-effort", default="full", help="effort of the lfbo baseline (default: full)")
+    p.add_argument("--rounds", type=int, default=5, help="interleaved timing rounds in the fresh measuring process")
+    p.add_argument("--report", action="store_true", help="write the markdown report and PNG plots (no tuning)")
+    p.add_argument("--json", action="store_true", help="with --report: print the summary JSON instead")
+    p.add_argument("--out", help="with --report: the report folder (default: next to the store, report/)")
+    p.set_defaults(func=cmd_bench)
 
     ns = parser.parse_args(argv)
     try:

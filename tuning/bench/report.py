@@ -1,0 +1,219 @@
+"""`kiln bench --report`: a markdown table, PNG plots and a JSON summary, all against ``lfbo``.
+
+Per case and strategy, against the ``lfbo`` record of the same case:
+
+- tuning-time ratio = lfbo tuning seconds / strategy tuning seconds (> 1: faster);
+- configs ratio = lfbo configs tested / strategy configs tested (> 1: fewer);
+- latency ratio = strategy ms / lfbo ms (< 1: faster kernel), from the pair
+  re-measured interleaved in one fresh process when that pair used the
+  current lfbo config, else from the two records' fresh-process latencies.
+
+Per strategy: geomeans of those ratios, the worst (largest) latency ratio and
+the case count.  A case with no usable lfbo record (or a failed run) is listed
+but left out of the geomeans.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from . import BASELINE
+from .store import Store
+
+
+def geomean(values: Iterable[float]) -> float | None:
+    vals = [v for v in values if v is not None and v > 0 and math.isfinite(v)]
+    return math.exp(sum(math.log(v) for v in vals) / len(vals)) if vals else None
+
+
+def _ok(rec: dict[str, Any] | None) -> bool:
+    return bool(rec) and not rec.get("error") and rec.get("ms") and rec.get("tuning_seconds") and rec.get("configs_tested")
+
+
+def case_ratios(rec: dict[str, Any], base: dict[str, Any]) -> dict[str, Any]:
+    pair = rec.get("vs_lfbo")
+    same_process = bool(pair) and pair.get("lfbo_config") == base.get("config") and pair.get("lfbo_ms")
+    latency = pair["ms"] / pair["lfbo_ms"] if same_process else rec["ms"] / base["ms"]
+    return {
+        "time_ratio": base["tuning_seconds"] / rec["tuning_seconds"],
+        "configs_ratio": base["configs_tested"] / rec["configs_tested"],
+        "latency_ratio": latency,
+        "latency_from": "same process" if same_process else "separate processes",
+    }
+
+
+def analyse(run: dict[str, Any]) -> dict[str, Any]:
+    """Per-case rows and per-strategy summaries of one store run (one GPU, one toolchain)."""
+    rows: list[dict[str, Any]] = []
+    per: dict[str, list[dict[str, Any]]] = {}
+    excluded: list[dict[str, str]] = []
+    for label, case in sorted(run["cases"].items()):
+        base = case["strategies"].get(BASELINE)
+        for name, rec in sorted(case["strategies"].items(), key=lambda kv: (kv[0] != BASELINE, kv[0])):
+            row: dict[str, Any] = {"case": label, "strategy": name, "record": rec, "ratios": None}
+            per.setdefault(name, [])
+            if not _ok(rec):
+                row["why"] = f"failed: {rec.get('error') or rec.get('ms_error') or 'incomplete'}"
+            elif not _ok(base) or base.get("source_hash") != rec.get("source_hash") or base.get("spec") != rec.get("spec"):
+                row["why"] = "no matching lfbo baseline"
+            else:
+                row["ratios"] = case_ratios(rec, base)
+                per[name].append(row["ratios"])
+            if row["ratios"] is None:
+                excluded.append({"case": label, "strategy": name, "why": row["why"]})
+            rows.append(row)
+    summary = {}
+    for name, ratios in sorted(per.items(), key=lambda kv: (kv[0] != BASELINE, kv[0])):
+        summary[name] = {
+            "cases": len(ratios),
+            "geomean_time_ratio": geomean(r["time_ratio"] for r in ratios),
+            "geomean_configs_ratio": geomean(r["configs_ratio"] for r in ratios),
+            "geomean_latency_ratio": geomean(r["latency_ratio"] for r in ratios),
+            "worst_latency_ratio": max((r["latency_ratio"] for r in ratios), default=None),
+        }
+    return {"rows": rows, "strategies": summary, "excluded": excluded}
+
+
+def summary_json(store: Store) -> dict[str, Any]:
+    out: dict[str, Any] = {"store": str(store.path), "baseline": BASELINE,
+                           "ratios": "time and configs: lfbo/strategy; latency: strategy/lfbo", "runs": []}
+    for key, run in store.runs():
+        a = analyse(run)
+        out["runs"].append({"key": key, "gpu": run["gpu"], "versions": run["versions"], "peaks": run.get("peaks"),
+                            "strategies": a["strategies"], "excluded_from_geomeans": a["excluded"]})
+    return out
+
+
+def _f(v: Any, digits: int = 3) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.{digits}g}" if abs(v) < 1e-3 else f"{v:.{digits}f}"
+    return str(v)
+
+
+def markdown(store: Store, plots: dict[str, list[str]] | None = None) -> str:
+    lines = ["# kiln bench", "",
+             f"Store: `{store.path}`. Latencies are re-measured after tuning in a fresh process (tuning.measure.time_ms); "
+             "ratios are against `lfbo` on the same case: tuning time and configs as lfbo/strategy (higher is cheaper), "
+             "latency as strategy/lfbo (lower is faster), from one interleaved fresh process where available.", ""]
+    for key, run in store.runs():
+        a = analyse(run)
+        peaks = run.get("peaks") or {}
+        lines += [f"## {run['gpu'].get('name')} ({run['gpu'].get('arch')}), "
+                  + ", ".join(f"{k} {v}" for k, v in run["versions"].items()), ""]
+        if peaks.get("copy_gbps"):
+            lines += [f"Peaks measured in the run: copy {peaks['copy_gbps']} GB/s, bf16 matmul {peaks['bf16_tflops']} TFLOP/s.", ""]
+        else:
+            lines += [f"Roofline: {peaks.get('reason') or 'peaks not measured'}.", ""]
+        lines += ["### Summary against lfbo", "",
+                  "| strategy | cases | tuning-time ratio (lfbo/s) | configs ratio (lfbo/s) | latency ratio (s/lfbo) | worst latency ratio |",
+                  "|---|---|---|---|---|---|"]
+        for name, s in a["strategies"].items():
+            lines.append(f"| {name} | {s['cases']} | {_f(s['geomean_time_ratio'], 2)} | {_f(s['geomean_configs_ratio'], 2)} "
+                         f"| {_f(s['geomean_latency_ratio'], 4)} | {_f(s['worst_latency_ratio'], 4)} |")
+        lines.append("")
+        if a["excluded"]:
+            lines += ["Excluded from the geomeans:", ""]
+            lines += [f"- {e['case']} `{e['strategy']}`: {e['why']}" for e in a["excluded"]]
+            lines.append("")
+        lines += ["### Per case", "",
+                  "| case | strategy | configs | tuning s | ms | torch ref ms | ref/ms | roofline | time ratio | configs ratio | latency ratio |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|"]
+        for row in a["rows"]:
+            r, q = row["record"], row["ratios"] or {}
+            roof = (r.get("roofline") or {})
+            roof_s = f"{roof['fraction']:.2f} ({roof.get('bound')})" if roof.get("fraction") is not None else "-"
+            speed = r["ref_ms"] / r["ms"] if r.get("ref_ms") and r.get("ms") else None
+            lat = q.get("latency_ratio")
+            lat_s = "-" if lat is None else f"{lat:.4f}" + ("" if q.get("latency_from") == "same process" else "*")
+            if row["ratios"] is None:
+                lat_s = row["why"]
+            lines.append(f"| {row['case']} | {row['strategy']} | {_f(r.get('configs_tested'))} | {_f(r.get('tuning_seconds'), 4)} "
+                         f"| {_f(r.get('ms'), 4)} | {_f(r.get('ref_ms'), 4)} | {_f(speed, 3)} | {roof_s} "
+                         f"| {_f(q.get('time_ratio'), 3)} | {_f(q.get('configs_ratio'), 3)} | {lat_s} |")
+        lines += ["", "`*`: latency ratio from two separate fresh processes (no same-process pair with the current lfbo config).",
+                  "Roofline: max(bytes / copy bandwidth, FLOPs / bf16 rate) / measured time; bytes = inputs + outputs.", ""]
+        for title, files in (plots or {}).get(key, {}).items():
+            lines += [f"![{title}]({f})" for f in files] + [""]
+    return "\n".join(lines)
+
+
+def _slug(key: str) -> str:
+    return "".join(c if c.isalnum() else "_" for c in key).strip("_")[:80]
+
+
+def write_plots(store: Store, out_dir: Path, max_cases: int = 4) -> dict[str, dict[str, list[str]]]:
+    """Per run: best latency vs configs explored (a few cases), and per-case tuning-time ratio bars."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    written: dict[str, dict[str, list[str]]] = {}
+    for key, run in store.runs():
+        slug = _slug(key)
+        mine: dict[str, list[str]] = {}
+        a = analyse(run)
+        # trajectories: cases with a trajectory for the most strategies, longest lfbo search first
+        cands = []
+        for label, case in run["cases"].items():
+            traj = {n: r["trajectory"]["points"] for n, r in case["strategies"].items()
+                    if not r.get("error") and (r.get("trajectory") or {}).get("points")}
+            if traj:
+                lf = case["strategies"].get(BASELINE, {}).get("configs_tested") or 0
+                cands.append((-len(traj), -lf, label, traj))
+        cands.sort()
+        chosen = cands[:max_cases]
+        if chosen:
+            fig, axes = plt.subplots(1, len(chosen), figsize=(4.5 * len(chosen), 3.6), squeeze=False)
+            for ax, (_, _, label, traj) in zip(axes[0], chosen):
+                for name, pts in sorted(traj.items()):
+                    xs, ys = [p[0] for p in pts], [p[1] for p in pts]
+                    ax.step(xs, ys, where="post", marker="o", markersize=3, label=name)
+                ax.set_title(label.rpartition(":")[2], fontsize=9)
+                ax.set_xlabel("configs explored")
+                ax.set_ylabel("best ms found")
+                ax.legend(fontsize=8)
+            fig.tight_layout()
+            path = out_dir / f"trajectory_{slug}.png"
+            fig.savefig(path, dpi=110)
+            plt.close(fig)
+            mine["best latency vs configs explored"] = [path.name]
+        bars = [(row["case"], row["strategy"], row["ratios"]["time_ratio"]) for row in a["rows"]
+                if row["ratios"] and row["strategy"] != BASELINE]
+        if bars:
+            strategies = sorted({b[1] for b in bars})
+            cases = sorted({b[0] for b in bars})
+            fig, ax = plt.subplots(figsize=(max(6, 0.45 * len(cases) * len(strategies) + 2), 4))
+            width = 0.8 / len(strategies)
+            for i, name in enumerate(strategies):
+                vals = {c: v for c, s, v in bars if s == name}
+                xs = [j + i * width for j, c in enumerate(cases) if c in vals]
+                ax.bar(xs, [vals[c] for c in cases if c in vals], width=width, label=name)
+            ax.axhline(1.0, color="black", linewidth=0.8)
+            ax.set_yscale("log")
+            ax.set_xticks([j + 0.4 - width / 2 for j in range(len(cases))])
+            ax.set_xticklabels([c.rpartition(":")[2] for c in cases], rotation=60, ha="right", fontsize=7)
+            ax.set_ylabel("tuning-time ratio (lfbo / strategy)")
+            ax.legend(fontsize=8)
+            fig.tight_layout()
+            path = out_dir / f"time_ratio_{slug}.png"
+            fig.savefig(path, dpi=110)
+            plt.close(fig)
+            mine["per-case tuning-time ratio"] = [path.name]
+        written[key] = mine
+    return written
+
+
+def write_report(store: Store, out_dir: Path) -> Path:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    plots = write_plots(store, out_dir)
+    path = out_dir / "README.md"
+    path.write_text(markdown(store, plots) + "\n")
+    (out_dir / "summary.json").write_text(json.dumps(summary_json(store), indent=2, sort_keys=True) + "\n")
+    return path

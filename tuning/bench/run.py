@@ -1,0 +1,365 @@
+"""Run cases x strategies through the tuning engine, into the bench store.
+
+For every case (``kernel_id@shape_name``) and strategy:
+
+1. tune in this process through :func:`tuning.tune.tune_case` (the engine the
+   build uses), from a fresh ``TRITON_CACHE_DIR`` and a reset kernel, so no
+   strategy compiles faster because another ran first;
+2. re-measure the chosen config in a fresh process (``python -m
+   tuning.bench.run --measure``), with :func:`tuning.measure.time_ms` for all,
+   together with the PyTorch reference (``<kernel>_ref`` in the kernel's module)
+   and, for a strategy other than ``lfbo``, the stored ``lfbo`` config,
+   interleaved over several rounds in that one process (DESIGN.md: noise
+   between processes is 3-5%, so ratios come from one process);
+3. write the record to the store at once, so a stopped run resumes there.
+
+A stored record that still matches (same GPU and versions, kernel source
+hash, declared spec and budget) is reused, not rerun.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import functools
+import json
+import math
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from . import BASELINE, DEFAULT_STORE
+from .store import Store, case_label
+
+ROOT = Path(__file__).resolve().parents[2]
+LLM_STRATEGIES = ("hybrid", "llm")
+DEFAULT_STRATEGIES = ("lfbo", "seeded")
+TRAJECTORY_FALLBACK = "final point only: no per-config results were seen from Helion's search (BaseSearch.benchmark_batch)"
+
+
+def default_strategies(llm_configured: bool) -> list[str]:
+    return [*DEFAULT_STRATEGIES, *(LLM_STRATEGIES if llm_configured else ())]
+
+
+@contextlib.contextmanager
+def fresh_triton_cache(prefix: str) -> Iterator[str]:
+    saved = os.environ.get("TRITON_CACHE_DIR")
+    path = tempfile.mkdtemp(prefix=f"kiln-bench-triton-{prefix}-")
+    os.environ["TRITON_CACHE_DIR"] = path
+    try:
+        yield path
+    finally:
+        if saved is None:
+            os.environ.pop("TRITON_CACHE_DIR", None)
+        else:
+            os.environ["TRITON_CACHE_DIR"] = saved
+        shutil.rmtree(path, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def capture_trajectory() -> Iterator[list[tuple[str, float | None]]]:
+    """Every benchmark result of the search, in order: (status, perf_ms).
+
+    The hook is ``helion.autotuner.base_search.BaseSearch.benchmark_batch``,
+    through which every search (nested ones included) compiles and times its
+    candidate configs.  Helion's final re-benchmark of the top configs does not
+    pass there, so the trajectory is the search's own view.
+    """
+    seen: list[tuple[str, float | None]] = []
+    try:
+        from helion.autotuner.base_search import BaseSearch
+    except ImportError:  # no such seam in this Helion: the caller records the final point only
+        yield seen
+        return
+    original = BaseSearch.benchmark_batch
+
+    @functools.wraps(original)
+    def benchmark_batch(self: Any, *args: Any, **kwargs: Any) -> Any:
+        results = original(self, *args, **kwargs)
+        seen.extend((str(getattr(r, "status", "")), getattr(r, "perf", None)) for r in results)
+        return results
+
+    BaseSearch.benchmark_batch = benchmark_batch  # type: ignore[method-assign]
+    try:
+        yield seen
+    finally:
+        BaseSearch.benchmark_batch = original  # type: ignore[method-assign]
+
+
+def trajectory(entries: list[tuple[str, float | None]], configs_tested: int, final_ms: float | None) -> dict[str, Any]:
+    """Best latency found against configs explored: a point wherever the best improves, and the end."""
+    points: list[list[float]] = []
+    best = math.inf
+    for i, (status, ms) in enumerate(entries, 1):
+        if status == "ok" and isinstance(ms, (int, float)) and math.isfinite(ms) and ms < best:
+            best = float(ms)
+            points.append([i, round(best, 6)])
+    if points:
+        if points[-1][0] != len(entries):
+            points.append([len(entries), points[-1][1]])
+        return {"source": "helion search (BaseSearch.benchmark_batch results, in order; filtered/failed configs count as explored)",
+                "entries": len(entries), "points": points}
+    return {"source": "final", "note": TRAJECTORY_FALLBACK,
+            "points": [] if final_ms is None else [[configs_tested, round(final_ms, 6)]]}
+
+
+# ----------------------------------------------------------------------------- fresh-process measurement
+
+def measure_in_fresh_process(request: dict[str, Any], timeout_s: float = 900) -> dict[str, Any]:
+    """Run ``python -m tuning.bench.run --measure`` on ``request``; its JSON answer, or ``{"error": ...}``."""
+    with tempfile.TemporaryDirectory(prefix="kiln-bench-measure-") as tmp:
+        req, out = Path(tmp) / "request.json", Path(tmp) / "result.json"
+        req.write_text(json.dumps(request))
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in [str(ROOT), env.get("PYTHONPATH", "")] if p)
+        env["KILN_BUILDING"] = "1"
+        cmd = [sys.executable, "-m", "tuning.bench.run", "--measure", str(req), "--result", str(out)]
+        try:
+            proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            return {"error": f"measurement process timed out after {timeout_s} s"}
+        if proc.returncode != 0 or not out.exists():
+            return {"error": f"measurement process failed ({proc.returncode}): {proc.stderr[-3000:]}"}
+        return json.loads(out.read_text())
+
+
+def _measure_main(request_path: Path, result_path: Path) -> int:
+    """The fresh process: build inputs, compile each config, time all (and the reference) interleaved."""
+    import helion
+
+    from build_backend.discover import importable
+    from build_backend.settings import load_settings
+    from tuning.measure import time_ms
+    from tuning.plan import source_hash
+    from tuning.runtime.kernels import resolve_kernel
+    from tuning.specs import make_inputs, parse_shapes
+
+    from .roofline import work
+
+    req = json.loads(request_path.read_text())
+    project = Path(req["project"])
+    settings = load_settings(project, req.get("config_settings") or {}, os.environ)
+    spec = next(s for s in parse_shapes(settings.shapes)[req["kernel_id"]] if s.name == req["shape_name"])
+    device = req["device"]
+    with importable(project):
+        kernel = resolve_kernel(req["kernel_id"])
+        module = sys.modules[req["kernel_id"].partition(":")[0]]
+        ref_name = f"{req['kernel_id'].rpartition(':')[2].rpartition('.')[2]}_ref"
+        ref = getattr(module, ref_name, None)
+        args = make_inputs(spec, kernel, device)
+        bound = kernel.bind(args)
+        fns: dict[str, Callable[..., Any]] = {n: bound.compile_config(helion.Config(**c)) for n, c in req["configs"].items()}
+        result: dict[str, Any] = {"source_hash": source_hash(kernel), "pid": os.getpid()}
+        first = next(iter(fns))
+        output = fns[first](*args)
+        result["work"] = work(req["kernel_id"], args, output)
+        del output
+        if ref is not None:
+            fns["__ref__"] = ref
+        else:
+            result["ref_reason"] = f"no {ref_name} in {module.__name__}"
+        samples: dict[str, list[float]] = {n: [] for n in fns}
+        timers: dict[str, str] = {}
+        for _ in range(max(1, int(req.get("rounds", 3)))):
+            for n, fn in fns.items():
+                ms, timers[n] = time_ms(lambda fn=fn: fn(*args), device)
+                samples[n].append(ms)
+    med = {n: statistics.median(v) for n, v in samples.items()}
+    result["ms"] = {n: round(med[n], 6) for n in req["configs"]}
+    result["ref_ms"] = round(med["__ref__"], 6) if "__ref__" in med else None
+    result["timers"] = timers
+    result["rounds"] = len(next(iter(samples.values())))
+    result_path.write_text(json.dumps(result))
+    return 0
+
+
+# ----------------------------------------------------------------------------- the run
+
+@dataclasses.dataclass
+class BenchOptions:
+    project: Path
+    config_settings: dict[str, str]
+    cases: list[str] | None  # None: all declared cases
+    strategies: list[str] | None  # None: default_strategies()
+    store: Path | None = None
+    lfbo_effort: str = "full"
+    rounds: int = 5
+    measure_timeout_s: float = 900
+
+
+@dataclasses.dataclass
+class Engine:
+    """The seams of a bench run; tests swap in fakes (no Helion), the CLI uses :func:`real_engine`."""
+
+    prepare: Callable[[Path, Mapping[str, str]], Any]  # -> build_backend.builder.Prepared
+    tune: Callable[..., Any]  # (case, strategy name, budget, device, device key, context) -> LockEntry
+    measure: Callable[[dict[str, Any], float], dict[str, Any]]  # request -> fresh-process answer
+    peaks: Callable[[str], dict[str, Any]]
+    versions: Callable[[], dict[str, Any]]
+    capture: Callable[[], Any] = capture_trajectory
+    environment: Callable[[str], Any] = lambda device: contextlib.nullcontext()
+
+
+def real_engine() -> Engine:
+    from build_backend.builder import prepare_build
+    from tuning.strategies import get_strategy
+    from tuning.tune import tune_case, tuning_environment
+    from tuning.versions import toolchain_versions
+
+    from .roofline import measure_peaks
+
+    def tune(case: Any, name: str, budget: Any, device: str, dev_key: Any, context: Any) -> Any:
+        return tune_case(case, get_strategy(name), budget, device, dev_key, context)
+
+    return Engine(prepare=lambda project, cs: prepare_build(project, cs, tune=True), tune=tune,
+                  measure=measure_in_fresh_process, peaks=measure_peaks, versions=toolchain_versions,
+                  environment=tuning_environment)
+
+
+def _log(msg: str) -> None:
+    print(f"kiln bench: {msg}", file=sys.stderr, flush=True)
+
+
+def run_bench(opts: BenchOptions, log: Callable[[str], None] = _log, engine: Engine | None = None) -> Store:
+    from tuning.errors import KilnError
+    from tuning.strategies import _REGISTRY, Budget
+
+    engine = engine or real_engine()
+    prep = engine.prepare(opts.project, opts.config_settings)
+    settings, device, dev_key = prep.settings, prep.device, prep.plan.device
+    if device is None or dev_key is None:
+        raise KilnError("kiln bench tunes, so it needs a device: a CUDA GPU, or -C device=cpu (Pallas interpret)")
+    llm = settings.llm_settings()
+    strategies = list(opts.strategies or default_strategies(llm is not None))
+    bad = [s for s in strategies if s not in _REGISTRY]
+    if bad:
+        raise KilnError(f"unknown strategy {', '.join(bad)}; valid: {', '.join(_REGISTRY)}")
+    if llm is None and (skipped := [s for s in strategies if s in LLM_STRATEGIES]):
+        log(f"skipping {', '.join(skipped)}: no LLM configured (set llm_model)")
+        strategies = [s for s in strategies if s not in LLM_STRATEGIES]
+    strategies.sort(key=lambda s: s != BASELINE)  # the baseline first: others are re-measured against it
+
+    by_label = {case_label(c.kernel_id, c.spec.name): c for c in prep.cases}
+    if opts.cases is None:
+        cases = list(prep.cases)
+    else:
+        unknown = [c for c in opts.cases if c not in by_label]
+        if unknown:
+            raise KilnError(f"unknown case(s) {', '.join(unknown)}; declared: {', '.join(by_label)}")
+        cases = [by_label[c] for c in opts.cases]
+
+    store_path = opts.store or (opts.project / DEFAULT_STORE)
+    store = Store.load(store_path)
+    run = store.run(dev_key.as_dict(), engine.versions())
+    base = Budget(settings.effort, settings.max_generations, settings.initial_population, settings.polish_rounds,
+                  settings.seconds, settings.seed, settings.max_configs)
+    budgets = {s: dataclasses.replace(base, effort=opts.lfbo_effort) if s == BASELINE else base for s in strategies}
+
+    def stored(case: Any, name: str) -> dict[str, Any] | None:
+        return run["cases"].get(case_label(case.kernel_id, case.spec.name), {}).get("strategies", {}).get(name)
+
+    todo = [(c, s) for c in cases for s in strategies
+            if not Store.reusable(stored(c, s), c.source_hash, c.spec.declared, budgets[s].as_provenance())]
+    log(f"{len(cases)} cases x {len(strategies)} strategies ({', '.join(strategies)}) on {dev_key.name} ({dev_key.arch}); "
+        f"{len(cases) * len(strategies) - len(todo)} reused from {store_path}, {len(todo)} to run")
+    if not todo:
+        return store
+
+    peaks = engine.peaks(device)
+    run["peaks"] = peaks
+    store.save()
+    if peaks.get("copy_gbps"):
+        log(f"peaks: copy {peaks['copy_gbps']} GB/s, bf16 matmul {peaks['bf16_tflops']} TFLOP/s")
+    lock_entries = prep.lock.sorted_entries()
+    for case, name in todo:
+        _run_one(store, run, case, name, budgets[name], device, dev_key, lock_entries, llm, peaks, opts, log, engine)
+        _release(device)
+    return store
+
+
+def _release(device: str) -> None:
+    """Drop the finished tune's tensors before the next one (the GPU holds large cases' inputs)."""
+    import gc
+
+    gc.collect()
+    if device == "cuda" and "torch" in sys.modules:
+        sys.modules["torch"].cuda.empty_cache()
+
+
+def _run_one(store: Store, run: dict[str, Any], case: Any, name: str, budget: Any, device: str, dev_key: Any,
+             lock_entries: list[Any], llm: Any, peaks: Mapping[str, Any], opts: BenchOptions,
+             log: Callable[[str], None], engine: Engine) -> None:
+    from tuning.strategies import TuneContext
+    from tuning.tune import seeds_for
+
+    from .roofline import fraction
+
+    label = case_label(case.kernel_id, case.spec.name)
+    # seeded/hybrid know what a real build would: lock entries of this kernel at *other* shapes.
+    others = [e for e in lock_entries if e.kernel == case.kernel_id and e.shape_name != case.spec.name]
+    context = TuneContext(case.kernel_id, case.spec.name, seeds_for(case, others, dev_key),
+                          llm if name in LLM_STRATEGIES else None)
+    record: dict[str, Any] = {"strategy": name, "source_hash": case.source_hash, "spec": case.spec.declared,
+                              "budget": budget.as_provenance(), "seeds_from_lock": len(context.seeds)}
+    log(f"tune {label} with {name}")
+    t0 = time.perf_counter()
+    reset = getattr(case.kernel, "reset", None)
+    if callable(reset):
+        reset()  # no bound kernel or compiled config carried over from the previous strategy
+    try:
+        with fresh_triton_cache(name), engine.environment(device), engine.capture() as seen:
+            entry = engine.tune(case, name, budget, device, dev_key, context)
+    except Exception as e:  # record and go on: one broken run must not cost the table
+        record.update(error=traceback.format_exception_only(type(e), e)[-1].strip()[:3000],
+                      wall_s=round(time.perf_counter() - t0, 2))
+        store.put(run, case.kernel_id, case.spec.name, name, record)
+        log(f"FAILED {label} {name}: {record['error']}")
+        return
+    p = entry.provenance
+    record.update(
+        configs_tested=p.get("configs_tested"), tuning_seconds=p.get("seconds"),
+        wall_s=round(time.perf_counter() - t0, 2), config=dict(entry.config),
+        tune_ms=p.get("ms"), search_best_ms=p.get("search_best_ms"),
+        provenance={k: v for k, v in p.items() if k in ("strategy", "seeds", "llm", "fallback", "timer")},
+        trajectory=trajectory(seen, int(p.get("configs_tested") or 0), p.get("search_best_ms") or p.get("ms")),
+    )
+    configs = {name: dict(entry.config)}
+    base = run["cases"].get(label, {}).get("strategies", {}).get(BASELINE)
+    if name != BASELINE and Store.reusable(base, case.source_hash, case.spec.declared, (base or {}).get("budget", {})):
+        configs[BASELINE] = base["config"]
+    m = engine.measure({"project": str(opts.project), "config_settings": opts.config_settings,
+                        "kernel_id": case.kernel_id, "shape_name": case.spec.name, "device": device,
+                        "configs": configs, "rounds": opts.rounds}, opts.measure_timeout_s)
+    if "error" in m:
+        record.update(ms=None, ms_error=m["error"], ref_ms=None, ref_reason="measurement process failed",
+                      roofline=fraction(None, None, peaks))
+    else:
+        record.update(ms=m["ms"][name], timer=m["timers"].get(name), measure_rounds=m["rounds"], measure_pid=m["pid"],
+                      ref_ms=m["ref_ms"], ref_reason=m.get("ref_reason"), roofline=fraction(m["work"], m["ms"][name], peaks))
+        if BASELINE in configs and name != BASELINE:
+            record["vs_lfbo"] = {"lfbo_config": configs[BASELINE], "lfbo_ms": m["ms"][BASELINE], "ms": m["ms"][name],
+                                 "note": "both re-measured interleaved in one fresh process"}
+    store.put(run, case.kernel_id, case.spec.name, name, record)
+    log(f"done {label} {name}: {record.get('configs_tested')} configs, {record.get('tuning_seconds')} s, "
+        f"{record.get('ms')} ms (fresh process), ref {record.get('ref_ms')} ms")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m tuning.bench.run", description="internal: the fresh measuring process")
+    ap.add_argument("--measure", required=True, type=Path)
+    ap.add_argument("--result", required=True, type=Path)
+    ns = ap.parse_args(argv)
+    return _measure_main(ns.measure, ns.result)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
