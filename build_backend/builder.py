@@ -105,6 +105,7 @@ def run_build(project_dir: Path, config_settings: Mapping[str, Any] | None = Non
         strategy = get_strategy(settings.resolved_strategy)
 
         from rich.console import Console
+        from rich.markup import escape
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
         bar = Progress(TextColumn("kiln: {task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
@@ -112,16 +113,16 @@ def run_build(project_dir: Path, config_settings: Mapping[str, Any] | None = Non
         task = bar.add_task(f"tuning with {strategy.name}", total=len(plan.todo))
 
         def started(case: Any) -> None:
-            bar.update(task, description=f"{strategy.name}: {case.label}")
+            bar.update(task, description=escape(f"{strategy.name}: {case.label}"))
 
         def finished(r: CaseResult) -> None:
             bar.advance(task)
             if r.status == "tuned" and r.entry:
                 p = r.entry.provenance
                 bar.console.print(f"kiln: tuned {r.case.label} ({p['strategy']}): {p['configs_tested']} configs, "
-                                  f"{p['seconds']:.1f}s, {p['ms']:.4f} ms -> {settings.lock}")
+                                  f"{p['seconds']:.1f}s, {p['ms']:.4f} ms -> {settings.lock}", markup=False, highlight=False)
             else:
-                bar.console.print(f"kiln: {r.status.upper()} {r.case.label}: {r.error}")
+                bar.console.print(f"kiln: {r.status.upper()} {r.case.label}: {r.error}", markup=False, highlight=False)
 
         with bar:
             results += run_plan(plan, strategy, budget, device, settings.lock_path, finished, previous=lock,

@@ -34,6 +34,7 @@ def _row(r: CaseResult) -> dict[str, Any]:
 
 def print_table(results: Sequence[CaseResult], title: str = "kiln") -> None:
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     table = Table(title=title)
@@ -42,11 +43,12 @@ def print_table(results: Sequence[CaseResult], title: str = "kiln") -> None:
     for r in results:
         row = _row(r)
         fmt = lambda v, f: "" if v is None else f.format(v)  # noqa: E731
-        table.add_row(
+        cells = (
             row["kernel"], row["shape"], row["status"] + (f": {row['error']}" if row["error"] else ""),
             row["strategy"] or "", fmt(row["configs_tested"], "{}"), fmt(row["seconds"], "{:.1f}"),
             fmt(row["ms"], "{:.4f}"), fmt(row["change_vs_previous"], "{:+.1%}"),
         )
+        table.add_row(*(escape(c) for c in cells))  # error texts hold [brackets] rich would read as markup
     Console(file=sys.stderr, width=160).print(table)
 
 
