@@ -238,6 +238,19 @@ def fall_back(bound_kernel: Any, args: Sequence[object], budget: Budget, context
     return outcome
 
 
+def _run_or_fall_back(search: Any, max_configs: int | None, bound_kernel: Any, args: Sequence[object],
+                      budget: Budget, context: TuneContext, session: LlmSession) -> TuneOutcome:
+    """Run an LLM search; an LLM failure (not a kernel failure) hands the case to ``seeded``."""
+    try:
+        outcome = run_search(search, max_configs)
+    except Exception as e:
+        if not _is_llm_failure(e):
+            raise
+        return fall_back(bound_kernel, args, budget, context, _why(e), session)
+    outcome.extra["llm"] = session.provenance()
+    return outcome
+
+
 class LlmStrategy:
     name = "llm"
 
@@ -257,14 +270,7 @@ class LlmStrategy:
             api_base=None, api_key=None, request_timeout_s=session.wait_s,
         )
         search = guided(bound_kernel, args, kiln_session=session, **kwargs)
-        try:
-            outcome = run_search(search, budget.max_configs)
-        except Exception as e:
-            if not _is_llm_failure(e):
-                raise
-            return fall_back(bound_kernel, args, budget, context, _why(e), session)
-        outcome.extra["llm"] = session.provenance()
-        return outcome
+        return _run_or_fall_back(search, budget.max_configs, bound_kernel, args, budget, context, session)
 
 
 class HybridStrategy:
@@ -276,7 +282,7 @@ class HybridStrategy:
         import helion
         from helion.autotuner import LFBOTreeSearch
 
-        from .seeded import WITH_SEEDS
+        from .seeded import WITH_SEEDS, reduced_limits
 
         _, hybrid = _search_classes()
         settings = context.llm
@@ -284,9 +290,7 @@ class HybridStrategy:
         apply_budget_settings(bound_kernel, budget)
         # Stage 2 is bounded: the LLM's best (and any known config) replaces exploration.
         second = search_kwargs(LFBOTreeSearch, bound_kernel, budget)
-        for key, value in WITH_SEEDS.items():
-            explicit = getattr(budget, key, None)
-            second[key] = explicit if explicit is not None else value
+        second.update(reduced_limits(budget, WITH_SEEDS))
         seeds = [helion.Config(**s) for s in context.seeds]
         search = hybrid(
             bound_kernel, args, kiln_session=session, kiln_seeds=seeds, kiln_max_configs=budget.max_configs,
@@ -295,13 +299,9 @@ class HybridStrategy:
             llm_max_rounds=max(1, settings.rounds), llm_initial_random_configs=_initial_random(budget),
             llm_request_timeout_s=session.wait_s,
         )
-        try:
-            outcome = run_search(search)
-        except Exception as e:
-            if not _is_llm_failure(e):
-                raise
-            return fall_back(bound_kernel, args, budget, context, _why(e), session)
-        outcome.extra["llm"] = session.provenance()
+        outcome = _run_or_fall_back(search, None, bound_kernel, args, budget, context, session)
+        if "fallback" in outcome.extra:
+            return outcome
         outcome.extra["seeds"] = len(seeds)
         breakdown = getattr(search, "hybrid_stage_breakdown", None) or {}
         if "llm_seed_configs_tested" in breakdown:

@@ -24,6 +24,11 @@ WITH_SEEDS = {"initial_population": 8, "copies": 1, "max_generations": 3, "polis
 COMPILER_SEEDS_ONLY = {"initial_population": 16, "copies": 1, "max_generations": 4, "polish_rounds": 3}
 
 
+def reduced_limits(budget: Budget, limits: dict[str, int]) -> dict[str, int]:
+    """``limits``, except where the budget sets a key explicitly."""
+    return {k: (getattr(budget, k, None) if getattr(budget, k, None) is not None else v) for k, v in limits.items()}
+
+
 class SeededStrategy:
     name = "seeded"
 
@@ -35,9 +40,7 @@ class SeededStrategy:
         apply_budget_settings(bound_kernel, budget)
         kwargs = search_kwargs(LFBOTreeSearch, bound_kernel, budget)
         seeds = [helion.Config(**s) for s in context.seeds]
-        for key, value in (WITH_SEEDS if seeds else COMPILER_SEEDS_ONLY).items():
-            explicit = getattr(budget, key, None)
-            kwargs[key] = explicit if explicit is not None else value
+        kwargs.update(reduced_limits(budget, WITH_SEEDS if seeds else COMPILER_SEEDS_ONLY))
         kwargs["initial_population_strategy"] = InitialPopulationStrategy.FROM_BEST_AVAILABLE
         kwargs["best_available_pad_random"] = True
         search = LFBOTreeSearch(bound_kernel, args, **kwargs)
