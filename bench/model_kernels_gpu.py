@@ -463,6 +463,45 @@ def write_json(path: Path, data: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
+def run_isolated(opts: argparse.Namespace) -> int:
+    """One child process per family; the parent merges their JSON and records timeouts."""
+    import subprocess
+
+    opts.out.mkdir(parents=True, exist_ok=True)
+    result_path = opts.out / "model_kernels_gpu.json"
+    data: dict[str, Any] = {"argv": sys.argv, "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                            "shapes_toml": str(SHAPES_TOML), "families": {}}
+    passthrough = ["--timing-shape", opts.timing_shape, "--rounds", str(opts.rounds)]
+    if opts.lfbo_quick:
+        passthrough.append("--lfbo-quick")
+    if opts.seed is not None:
+        passthrough += ["--seed", str(opts.seed)]
+    for family in [f.strip() for f in opts.families.split(",") if f.strip()]:
+        child_out = opts.out / family
+        cmd = [sys.executable, str(Path(__file__).resolve()), "--out", str(child_out), "--families", family, *passthrough]
+        t0 = time.perf_counter()
+        try:
+            log_path = opts.out / f"{family}.stdout.log"
+            with open(log_path, "w") as fh:
+                proc = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, timeout=opts.family_timeout, check=False)
+            result = child_out / "model_kernels_gpu.json"
+            if not result.exists():
+                last = (log_path.read_text().strip().splitlines() or [""])[-1]
+                raise ValueError(f"child exited {proc.returncode} without a result; {log_path.name}: {last}")
+            child = json.loads(result.read_text())
+            data["versions"] = child.get("versions")
+            data["families"][family] = child["families"].get(family, {"error": "child wrote no result"})
+        except subprocess.TimeoutExpired:
+            data["families"][family] = {"error": f"timed out after {opts.family_timeout} s (hung or too slow)",
+                                        "seconds": time.perf_counter() - t0}
+        except (OSError, ValueError, KeyError) as e:
+            data["families"][family] = {"error": f"{type(e).__name__}: {e}", "seconds": time.perf_counter() - t0}
+        write_json(result_path, data)
+    data["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    write_json(result_path, data)
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", required=True, type=Path, help="output directory")
@@ -473,7 +512,12 @@ def main() -> int:
     parser.add_argument("--timing-shape", default="medium")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved timing rounds")
     parser.add_argument("--seed", type=int, default=None, help="autotune random seed for LFBO")
+    parser.add_argument("--family-timeout", type=int, default=None,
+                        help="run each family in its own process, killed after this many seconds, so one "
+                             "hang (seen: rope on the H200) costs one family, not the run")
     opts = parser.parse_args()
+    if opts.family_timeout:
+        return run_isolated(opts)
 
     opts.out.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("HELION_CACHE_DIR", str(opts.out / "helion_cache"))
