@@ -82,6 +82,22 @@ def prepare_build(project_dir: Path, config_settings: Mapping[str, Any] | None =
     return Prepared(settings, found, cases, lock, device, plan)
 
 
+def worker_slots(executor: str, workers: int | None, device: str) -> list[str]:
+    """Worker slots for the local executor; one slot means tune serially in this process."""
+    if executor == "serial":
+        return ["0"]
+    if device == "cuda":
+        from tuning.executor import visible_gpus
+
+        gpus = visible_gpus()
+        slots = gpus[:workers] if workers else gpus
+    else:
+        slots = [str(i) for i in range(workers or 1)]
+    if executor == "local" or len(slots) > 1:
+        return slots or ["0"]
+    return ["0"]
+
+
 def run_build(project_dir: Path, config_settings: Mapping[str, Any] | None = None, *, tune: bool = True) -> BuildOutcome:
     from tuning import lock as lockfile
     from tuning.plan import bakeable_entries
@@ -124,9 +140,18 @@ def run_build(project_dir: Path, config_settings: Mapping[str, Any] | None = Non
             else:
                 bar.console.print(f"kiln: {r.status.upper()} {r.case.label}: {r.error}", markup=False, highlight=False)
 
+        slots = worker_slots(settings.executor, settings.workers, device)
         with bar:
-            results += run_plan(plan, strategy, budget, device, settings.lock_path, finished, previous=lock,
-                                llm=settings.llm_settings(), total_seconds=settings.total_seconds, on_start=started)
+            if len(slots) > 1:
+                from tuning.executor import run_local
+
+                bar.console.print(f"kiln: local executor, {len(slots)} workers", markup=False)
+                results += run_local(plan, strategy.name, budget, device, settings.lock_path, settings.project_dir,
+                                     slots, finished, previous=lock, llm=settings.llm_settings(), on_start=started)
+            else:
+                results += run_plan(plan, strategy, budget, device, settings.lock_path, finished, previous=lock,
+                                    llm=settings.llm_settings(), total_seconds=settings.total_seconds,
+                                    on_start=started)
         lock = lockfile.load(settings.lock_path)
     results += [CaseResult(c, "missing") for c in plan.missing]
 

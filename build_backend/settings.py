@@ -60,6 +60,9 @@ KEYS: dict[str, Key] = {
     "include": Key("list", ["*"], "glob patterns of kernel ids this build may tune"),
     "device": Key("choice", "auto", "where to tune: auto (a CUDA GPU if present), cuda, cpu, none",
                   choices=lambda: ["auto", "cuda", "cpu", "none"]),
+    "executor": Key("choice", "auto", "auto (local when several GPUs are visible), serial, local",
+                    choices=lambda: ["auto", "serial", "local"]),
+    "workers": Key("optint", None, "local executor: worker processes (default: one per visible GPU)"),
     "report": Key("str", "", "path of a JSON report of this build's cases (empty: none)"),
     "llm_model": Key("str", "", "litellm model id (e.g. openai/gpt-5.5, anthropic/claude-sonnet-4-6); empty: no LLM"),
     "llm_api_base": Key("str", "", "base URL of an on-prem or proxy endpoint (vLLM, Ollama, any OpenAI-compatible)"),
@@ -91,6 +94,8 @@ class Settings:
     missing: str = "warn"
     include: list[str] = field(default_factory=lambda: ["*"])
     device: str = "auto"
+    executor: str = "auto"
+    workers: int | None = None
     report: str = ""
     llm_model: str = ""
     llm_api_base: str = ""
