@@ -14,7 +14,6 @@ from __future__ import annotations
 import concurrent.futures as cf
 import multiprocessing
 import os
-import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +24,7 @@ from .lock import LockEntry
 from .plan import Case, Plan
 from .runtime.keys import DeviceKey
 from .strategies import Budget, LlmSettings, TuneContext
-from .tune import CaseResult, seeds_for, tuning_environment, tuning_order
+from .tune import CaseResult, failed, record_tuned, seeds_for, tuning_environment, tuning_order
 
 
 def visible_gpus() -> list[str]:
@@ -158,11 +157,9 @@ def run_local(
                         continue
                     result = CaseResult(case, "failed", error="worker process died twice")
                 except Exception as e:  # the case failed in the worker: report it, keep going
-                    result = CaseResult(case, "failed", error=traceback.format_exception_only(type(e), e)[-1].strip())
+                    result = failed(case, e)
                 else:
-                    old = lockfile.record(lock_path, entry)
-                    known.append(entry)
-                    result = CaseResult(case, "tuned", entry=entry, previous=old)
+                    result = record_tuned(case, entry, lock_path, known, previous, plan.device)
                 if anchors[case.kernel_id] is case:
                     anchor_done.add(case.kernel_id)
                 results.append(result)

@@ -154,17 +154,25 @@ def run_plan(
             try:
                 entry = tune_case(case, strategy, case_budget, device, plan.device, context)
             except Exception as e:  # one bad case must not cost the finished ones
-                detail = traceback.format_exception_only(type(e), e)[-1].strip()
-                result = CaseResult(case, "failed", error=detail)
+                result = failed(case, e)
             else:
-                old = lockfile.record(lock_path, entry)
-                known.append(entry)
-                prev = old or _previous_entry(previous, case, plan.device)
-                result = CaseResult(case, "tuned", entry=entry, previous=prev)
+                result = record_tuned(case, entry, lock_path, known, previous, plan.device)
             results.append(result)
             on_case(result)
             gc.collect()
     return results
+
+
+def failed(case: Case, error: BaseException) -> CaseResult:
+    return CaseResult(case, "failed", error=traceback.format_exception_only(type(error), error)[-1].strip())
+
+
+def record_tuned(case: Case, entry: LockEntry, lock_path: Path, known: list[LockEntry],
+                 previous: lockfile.Lock | None, device_key: DeviceKey) -> CaseResult:
+    """Put a finished case in the lock at once; it also seeds later cases of its kernel."""
+    old = lockfile.record(lock_path, entry)
+    known.append(entry)
+    return CaseResult(case, "tuned", entry=entry, previous=old or _previous_entry(previous, case, device_key))
 
 
 def _previous_entry(lock: lockfile.Lock | None, case: Case, device_key: DeviceKey) -> LockEntry | None:
