@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# GPU work on a 2-GPU H200 machine, in phases (one device call each; results under /tmp/res
+# survive between calls while the machine is held; each phase copies what it has to $OUT).
+#   start   : install wheels, tune tinypkg here (multi-GPU-type lock), then start two background
+#             jobs pinned to one GPU and half the cores each:
+#               A (GPU0, cores 0-15):  strategies seeded vs lfbo on swiglu@medium, then model_kernels
+#                                      correctness for the families the last run never reached
+#               B (GPU1, cores 16-31): strategies seeded vs lfbo on matmul@small, then the attention
+#                                      accuracy diagnostic
+#   collect : verify the merged-lock wheel (.kiln-gpu/*.whl) on this GPU, wait for A and B
+#   scaling : local executor, same cases on 1 GPU then 2 (needs both GPUs to itself)
+set -u
+phase=$1; shift
+OUT=${OUT:-/tmp/out}; R=/tmp/res; mkdir -p "$OUT" "$R"
+export PYTHONUNBUFFERED=1
+if [ ! -d /tmp/site/helion ]; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl .whl/llm/*.whl || exit 1
+fi
+export PYTHONPATH=/tmp/site:$PWD
+pack() { tar -C "$R" --exclude='*cache*' -czf "$OUT/res.tgz" . ; ls -la "$R" "$R"/* | head -60; }
+wait_jobs() {  # wait_jobs SECONDS: until both jobs wrote their done marker, or SECONDS pass
+  local deadline=$(( $(date +%s) + $1 ))
+  while [ "$(date +%s)" -lt "$deadline" ]; do
+    [ -e "$R/A.done" ] && [ -e "$R/B.done" ] && return 0
+    sleep 10
+  done
+  return 1
+}
+case "$phase" in
+start)
+  nvidia-smi -L | tee "$R/env.txt"
+  python3 -c "import torch, importlib.metadata as m; print(torch.__version__, m.version('helion'), m.version('triton'))" | tee -a "$R/env.txt"
+  CUDA_VISIBLE_DEVICES=0 timeout 240 python3 bench/multi_gpu_type_gpu.py tune --out "$R/tinypkg_h200.lock.json" > "$R/tinypkg_tune.log" 2>&1
+  echo "tinypkg tune rc=$?"; cp "$R/tinypkg_h200.lock.json" "$OUT/" 2>/dev/null
+  # setsid: the device keeps a new session's processes running after this call returns
+  setsid bash bench/run_x2_gpu.sh jobA </dev/null >"$R/jobA.out" 2>&1 &
+  setsid bash bench/run_x2_gpu.sh jobB </dev/null >"$R/jobB.out" 2>&1 &
+  sleep 5
+  wait_jobs "${1:-500}"; tail -3 "$R"/*.log; pack ;;
+jobA)
+  export CUDA_VISIBLE_DEVICES=0 HELION_AUTOTUNE_PRECOMPILE_JOBS=16
+  taskset -c 0-15 timeout 700 python3 bench/strategies_gpu.py --cases model_kernels.swiglu:swiglu@medium \
+    --strategies seeded,lfbo --lfbo-seconds "${LFBO_CAP:-360}" --out "$R/strategies_swiglu.json" > "$R/strategies_swiglu.log" 2>&1
+  taskset -c 0-15 timeout 400 python3 bench/model_kernels_gpu.py --out "$R/mk" --family-timeout 90 \
+    --families rope,swiglu,mamba2_chunk_scan,gdn_fwd_h > "$R/mk.log" 2>&1
+  touch "$R/A.done" ;;
+jobB)
+  export CUDA_VISIBLE_DEVICES=1 HELION_AUTOTUNE_PRECOMPILE_JOBS=16
+  taskset -c 16-31 timeout 700 python3 bench/strategies_gpu.py --cases model_kernels.matmul:matmul@small \
+    --strategies seeded,lfbo --lfbo-seconds "${LFBO_CAP:-360}" --out "$R/strategies_matmul.json" > "$R/strategies_matmul.log" 2>&1
+  taskset -c 16-31 timeout 300 python3 bench/attention_accuracy_gpu.py --out "$R/attention_accuracy.json" > "$R/attention_accuracy.log" 2>&1
+  touch "$R/B.done" ;;
+collect)
+  if ls .kiln-gpu/*.whl >/dev/null 2>&1; then
+    CUDA_VISIBLE_DEVICES=0 timeout 180 python3 bench/multi_gpu_type_gpu.py verify --wheel .kiln-gpu/*.whl \
+      --lock .kiln-gpu/merged.lock.json --out "$R/multi_gpu_type_gpu.json" > "$R/multi_gpu_type.log" 2>&1
+    echo "verify rc=$?"; tail -5 "$R/multi_gpu_type.log"
+  fi
+  wait_jobs "${1:-500}"; echo "jobs done: $?"; tail -3 "$R"/*.log; pack ;;
+scaling)
+  pkill -f strategies_gpu.py; pkill -f model_kernels_gpu.py; pkill -f attention_accuracy_gpu.py
+  timeout "${1:-500}" python3 bench/executor_scaling_gpu.py --out "$R/executor_scaling_gpu.json" "${@:2}" > "$R/scaling.log" 2>&1
+  echo "scaling rc=$?"; tail -5 "$R/scaling.log"; cp "$R"/scaling_*gpu.log "$R/executor_scaling_gpu.json" "$OUT/" 2>/dev/null; pack ;;
+esac
