@@ -28,7 +28,9 @@ import pytest
 from conftest import PALLAS_INTERPRET, clean_env, only_wheel, pip_wheel, run_python
 
 FAST_FINAL_CHECK = {"HELION_AUTOTUNE_FINAL_REBENCHMARK_TOP_K": "3", "HELION_AUTOTUNE_FINAL_REBENCHMARK_TARGET_MS": "300"}
-RAY_ENV = {"RAY_USAGE_STATS_ENABLED": "0"}
+# RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 makes Ray take 127.0.0.1 as the node address (as it does on macOS): with it
+# the GCS, raylet and worker servers bind to loopback only; --node-ip-address=127.0.0.1 alone still binds to all.
+RAY_ENV = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
 BUDGET = ("kiln.max_configs=3",)  # a real search, kept short for CI's 2 cores
 
 
@@ -54,7 +56,8 @@ def ray_cluster() -> Iterator[str]:
                             start_new_session=True)
     address = f"127.0.0.1:{port}"
     try:
-        probe = "import ray; ray.init(address=%r); assert ray.cluster_resources().get('CPU') == 2" % address
+        probe = ("import ray; ray.init(address=%r); assert ray.cluster_resources().get('CPU') == 2; "
+                 "assert [n['NodeManagerAddress'] for n in ray.nodes()] == ['127.0.0.1']" % address)
         deadline = time.monotonic() + 120
         while True:
             if head.poll() is not None:
@@ -193,3 +196,42 @@ def test_ray_retries_a_dead_worker_once_and_reports_failures(ray_cluster: str, t
     assert all(int(c[1]) >= 1 for c in calls[2:])
     assert set(_lock_entries(tinypkg)) == {"small", "wide", "crashy"}  # finished cases kept
     assert seconds < 120
+
+
+def test_ray_settings_choices_env_and_errors(tinypkg: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No cluster needed: the keys, their sources, the suggestions, and Ray being optional."""
+    from build_backend.settings import load_settings
+    from tuning.errors import SettingsError
+    from tuning.ray_executor import import_ray
+
+    s = load_settings(tinypkg, {"kiln.executor": "ray", "kiln.ray_address": "10.0.0.5:6379"}, {})
+    assert (s.executor, s.ray_address) == ("ray", "10.0.0.5:6379")
+    s = load_settings(tinypkg, {"kiln.ray_address": "10.0.0.5:6379"}, {"KILN_RAY_ADDRESS": "auto"})
+    assert s.ray_address == "auto" and s.origins["ray_address"] == "environment KILN_RAY_ADDRESS"
+    assert load_settings(tinypkg, {}, {}).ray_address is None  # a local Ray runtime, as ray.init() starts
+    with pytest.raises(SettingsError, match=r"'rya' is not valid\. Did you mean 'ray'\?"):
+        load_settings(tinypkg, {"kiln.executor": "rya"}, {})
+    with pytest.raises(SettingsError, match=r"Did you mean 'kiln\.ray_address'\?"):
+        load_settings(tinypkg, {"kiln.ray_adress": "auto"}, {})
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # as if Ray were not installed
+    with pytest.raises(SettingsError, match=r"pip install ray==2\.60\.0"):
+        import_ray()
+
+
+def test_ledger_skips_every_case_once_the_build_budget_is_spent(tmp_path: Path) -> None:
+    """total_seconds: nothing starts after the deadline; the cases are reported skipped, not failed."""
+    from tuning.ledger import Ledger
+    from tuning.plan import Case, Plan
+    from tuning.runtime.keys import DeviceKey
+    from tuning.specs import parse_shapes
+    from tuning.strategies import Budget
+
+    specs = parse_shapes({"m:k": {"a": ["f32[8]"], "b": ["f32[16]"]}})["m:k"]
+    plan = Plan(DeviceKey("cpu", "pallas:interpret"), todo=[Case("m:k", None, "h", spec) for spec in specs])
+    seen: list[str] = []
+    ledger = Ledger(plan, "seeded", Budget("quick"), "cpu", tmp_path / "kiln.lock", tmp_path, lambda r: seen.append(r.status),
+                    None, None, lambda c: None, total_seconds=0)
+    assert ledger.next_job() is None
+    assert seen == ["skipped", "skipped"] and "total_seconds=0 spent" in (ledger.results[0].error or "")
+    assert not (tmp_path / "kiln.lock").exists()
