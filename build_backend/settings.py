@@ -65,7 +65,8 @@ KEYS: dict[str, Key] = {
                     choices=lambda: ["auto", "serial", "local", "ray"]),
     "workers": Key("optint", None, "local executor: worker processes (default: one per visible GPU)"),
     "ray_address": Key("str", None, "ray executor: cluster address (host:port, or auto for a running cluster; "
-                       "default: a local Ray runtime, as ray.init() starts)"),
+                       "default: what ray.init() does without one: RAY_ADDRESS, a local `ray start` cluster, "
+                       "else a new local runtime)"),
     "report": Key("str", "", "path of a JSON report of this build's cases (empty: none)"),
     "llm_model": Key("str", "", "litellm model id (e.g. openai/gpt-5.5, anthropic/claude-sonnet-4-6); empty: no LLM"),
     "llm_api_base": Key("str", "", "base URL of an on-prem or proxy endpoint (vLLM, Ollama, any OpenAI-compatible)"),
