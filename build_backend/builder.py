@@ -142,12 +142,20 @@ def run_build(project_dir: Path, config_settings: Mapping[str, Any] | None = Non
 
         slots = worker_slots(settings.executor, settings.workers, device)
         with bar:
-            if len(slots) > 1:
+            if settings.executor == "ray":
+                from tuning.ray_executor import run_ray
+
+                bar.console.print(f"kiln: ray executor at {settings.ray_address or 'local ray'}", markup=False)
+                results += run_ray(plan, strategy.name, budget, device, settings.lock_path, settings.project_dir,
+                                   finished, previous=lock, llm=settings.llm_settings(), on_start=started,
+                                   address=settings.ray_address or None, total_seconds=settings.total_seconds)
+            elif len(slots) > 1:
                 from tuning.executor import run_local
 
                 bar.console.print(f"kiln: local executor, {len(slots)} workers", markup=False)
                 results += run_local(plan, strategy.name, budget, device, settings.lock_path, settings.project_dir,
-                                     slots, finished, previous=lock, llm=settings.llm_settings(), on_start=started)
+                                     slots, finished, previous=lock, llm=settings.llm_settings(), on_start=started,
+                                     total_seconds=settings.total_seconds)
             else:
                 results += run_plan(plan, strategy, budget, device, settings.lock_path, finished, previous=lock,
                                     llm=settings.llm_settings(), total_seconds=settings.total_seconds,

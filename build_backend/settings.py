@@ -60,9 +60,13 @@ KEYS: dict[str, Key] = {
     "include": Key("list", ["*"], "glob patterns of kernel ids this build may tune"),
     "device": Key("choice", "auto", "where to tune: auto (a CUDA GPU if present), cuda, cpu, none",
                   choices=lambda: ["auto", "cuda", "cpu", "none"]),
-    "executor": Key("choice", "auto", "auto (local when several GPUs are visible), serial, local",
-                    choices=lambda: ["auto", "serial", "local"]),
+    "executor": Key("choice", "auto", "auto (local when several GPUs are visible), serial, local, "
+                    "ray (one Ray task per case, one GPU each; needs pip install ray)",
+                    choices=lambda: ["auto", "serial", "local", "ray"]),
     "workers": Key("optint", None, "local executor: worker processes (default: one per visible GPU)"),
+    "ray_address": Key("str", None, "ray executor: cluster address (host:port, or auto for a running cluster; "
+                       "default: what ray.init() does without one: RAY_ADDRESS, a local `ray start` cluster, "
+                       "else a new local runtime)"),
     "report": Key("str", "", "path of a JSON report of this build's cases (empty: none)"),
     "llm_model": Key("str", "", "litellm model id (e.g. openai/gpt-5.5, anthropic/claude-sonnet-4-6); empty: no LLM"),
     "llm_api_base": Key("str", "", "base URL of an on-prem or proxy endpoint (vLLM, Ollama, any OpenAI-compatible)"),
@@ -96,6 +100,7 @@ class Settings:
     device: str = "auto"
     executor: str = "auto"
     workers: int | None = None
+    ray_address: str | None = None
     report: str = ""
     llm_model: str = ""
     llm_api_base: str = ""

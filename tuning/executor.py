@@ -5,8 +5,9 @@ CUDA_VISIBLE_DEVICES) and splits the CPU cores for Helion's precompile
 between them, so compilation does not starve.  The parent alone writes
 kiln.lock, one finished case at a time, under its file lock.  A worker that
 dies costs only its own case, which is retried once on a fresh worker and
-then reported as failed.  Each kernel's middle shape is tuned first and the
-kernel's other shapes wait for it, so its config still seeds them.
+then reported as failed.  Which case may start, and what a finished one
+means, is the Ledger's (shared with the Ray executor); this module only runs
+jobs on processes.
 """
 
 from __future__ import annotations
@@ -15,16 +16,16 @@ import concurrent.futures as cf
 import multiprocessing
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from . import lock as lockfile
-from .lock import LockEntry
+from .ledger import Job, Ledger, tune_job
 from .plan import Case, Plan
-from .runtime.keys import DeviceKey
-from .strategies import Budget, LlmSettings, TuneContext
-from .tune import CaseResult, failed, record_tuned, seeds_for, tuning_environment, tuning_order
+from .strategies import Budget, LlmSettings
+from .tune import CaseResult
+
+__all__ = ["Job", "run_local", "tune_job", "visible_gpus", "worker_envs"]
 
 
 def visible_gpus() -> list[str]:
@@ -37,40 +38,8 @@ def visible_gpus() -> list[str]:
     return [str(i) for i in range(torch.cuda.device_count())] if torch.cuda.is_available() else []
 
 
-@dataclass(frozen=True)
-class Job:
-    """Everything a worker needs to rebuild and tune one case (all picklable)."""
-
-    project_dir: str
-    kernel_id: str
-    source_hash: str
-    spec: Any
-    strategy: str
-    budget: Budget
-    device: str
-    device_key: DeviceKey
-    context: TuneContext
-
-
 def _init_worker(env: dict[str, str]) -> None:
     os.environ.update(env)
-
-
-def _tune_job(job: Job) -> dict[str, Any]:
-    """Worker side: import the kernel from the project, tune it, return the lock entry as JSON."""
-    import sys
-
-    from .runtime.kernels import resolve_kernel
-    from .strategies import get_strategy
-    from .tune import tune_case
-
-    os.environ["KILN_BUILDING"] = "1"
-    if job.project_dir not in sys.path:
-        sys.path.insert(0, job.project_dir)
-    case = Case(job.kernel_id, resolve_kernel(job.kernel_id), job.source_hash, job.spec)
-    with tuning_environment(job.device):
-        entry = tune_case(case, get_strategy(job.strategy), job.budget, job.device, job.device_key, job.context)
-    return entry.to_json()
 
 
 class _Slot:
@@ -112,59 +81,37 @@ def run_local(
     previous: lockfile.Lock | None = None,
     llm: LlmSettings | None = None,
     on_start: Callable[[Case], None] = lambda c: None,
+    total_seconds: int | None = None,
 ) -> list[CaseResult]:
     """Tune ``plan.todo`` on len(slots) worker processes at once."""
-    assert plan.device is not None
-    known: list[LockEntry] = previous.sorted_entries() if previous is not None else []
-    pending = tuning_order(plan.todo)
-    anchors: dict[str, Case] = {}
-    for c in pending:  # tuning_order puts each kernel's middle shape first: it seeds the rest
-        anchors.setdefault(c.kernel_id, c)
-    anchor_done: set[str] = set()
-    attempts: dict[int, int] = {}
+    ledger = Ledger(plan, strategy, budget, device, lock_path, project_dir, on_case, previous, llm, on_start,
+                    total_seconds)
     workers = [_Slot(env) for env in worker_envs(slots, device)]
     running: dict[cf.Future[dict[str, Any]], tuple[_Slot, Case]] = {}
-    results: list[CaseResult] = []
-
-    def ready(case: Case) -> bool:
-        return anchors[case.kernel_id] is case or case.kernel_id in anchor_done
-
     try:
-        while pending or running:
+        while True:
             busy = {id(s) for s, _ in running.values()}
             for slot in [w for w in workers if id(w) not in busy]:
-                case = next((c for c in pending if ready(c)), None)
-                if case is None:
+                ready = ledger.next_job()
+                if ready is None:
                     break
-                pending.remove(case)
-                context = TuneContext(case.kernel_id, case.spec.name, seeds_for(case, known, plan.device), llm)
-                job = Job(str(project_dir), case.kernel_id, case.source_hash, case.spec, strategy, budget,
-                          device, plan.device, context)
-                on_start(case)
-                running[slot.pool.submit(_tune_job, job)] = (slot, case)
+                case, job = ready
+                running[slot.pool.submit(tune_job, job)] = (slot, case)
             if not running:
                 break
             done, _ = cf.wait(running, return_when=cf.FIRST_COMPLETED)
             for fut in done:
                 slot, case = running.pop(fut)
                 try:
-                    entry = LockEntry.from_json(fut.result())
+                    entry = fut.result()
                 except cf.process.BrokenProcessPool:
                     slot.restart()
-                    attempts[id(case)] = attempts.get(id(case), 0) + 1
-                    if attempts[id(case)] <= 1:
-                        pending.insert(0, case)  # retried once, on a fresh worker
-                        continue
-                    result = CaseResult(case, "failed", error="worker process died twice")
+                    ledger.died(case)  # requeued once, on a fresh worker, then reported failed
                 except Exception as e:  # the case failed in the worker: report it, keep going
-                    result = failed(case, e)
+                    ledger.raised(case, e)
                 else:
-                    result = record_tuned(case, entry, lock_path, known, previous, plan.device)
-                if anchors[case.kernel_id] is case:
-                    anchor_done.add(case.kernel_id)
-                results.append(result)
-                on_case(result)
+                    ledger.tuned(case, entry)
     finally:
         for w in workers:
             w.pool.shutdown(wait=True, cancel_futures=True)
-    return results
+    return ledger.results

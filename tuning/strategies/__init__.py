@@ -24,6 +24,15 @@ def resolve_name(name: str, llm_configured: bool) -> str:
 
 
 def get_strategy(name: str) -> Strategy:
+    """A registered strategy by name, or any importable ``module:Class`` (how tests name a fake benchmark).
+
+    Build settings only accept registered names; the ``module:Class`` form is
+    for code that calls the executors directly, so a worker can import the
+    same strategy the caller named.
+    """
+    if name not in _REGISTRY and ":" in name:
+        module, _, cls = name.partition(":")
+        return getattr(importlib.import_module(module), cls)()
     try:
         module, _, cls = _REGISTRY[name].partition(":")
     except KeyError:
