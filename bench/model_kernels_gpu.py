@@ -471,7 +471,8 @@ def run_isolated(opts: argparse.Namespace) -> int:
     result_path = opts.out / "model_kernels_gpu.json"
     data: dict[str, Any] = {"argv": sys.argv, "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                             "shapes_toml": str(SHAPES_TOML), "families": {}}
-    passthrough = ["--timing-shape", opts.timing_shape, "--rounds", str(opts.rounds)]
+    passthrough = ["--timing-shape", opts.timing_shape, "--rounds", str(opts.rounds),
+                   "--dump-after", str(max(5, opts.family_timeout - 10))]
     if opts.lfbo_quick:
         passthrough.append("--lfbo-quick")
     if opts.seed is not None:
@@ -515,7 +516,13 @@ def main() -> int:
     parser.add_argument("--family-timeout", type=int, default=None,
                         help="run each family in its own process, killed after this many seconds, so one "
                              "hang (seen: rope on the H200) costs one family, not the run")
+    parser.add_argument("--dump-after", type=int, default=None,
+                        help="print every thread's Python stack after this many seconds (where a hang sits)")
     opts = parser.parse_args()
+    if opts.dump_after:
+        import faulthandler
+
+        faulthandler.dump_traceback_later(opts.dump_after, exit=False)
     if opts.family_timeout:
         return run_isolated(opts)
 
