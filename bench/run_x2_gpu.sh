@@ -7,7 +7,7 @@
 #                                      correctness for the families the last run never reached
 #               B (GPU1, cores 16-31): strategies seeded vs lfbo on matmul@small, then the attention
 #                                      accuracy diagnostic
-#   collect : verify the merged-lock wheel (.kiln-gpu/*.whl) on this GPU, wait for A and B
+#   collect : verify the merged-lock wheel (.kiln-gpu/*.whl, made by bench/build_merged_tinypkg_wheel.sh) on this GPU, wait for A and B
 #   scaling : local executor, same cases on 1 GPU then 2 (needs both GPUs to itself)
 set -u
 phase=$1; shift
