@@ -37,6 +37,7 @@ import sys
 import time
 import tomllib
 import traceback
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -233,22 +234,79 @@ def torch_baseline(kernel_name: str, mod: Any, args: tuple) -> tuple[Callable[[]
 
 # --------------------------------------------------------------------------- comparison
 
-# (atol relative to the reference's RMS, rtol) by reference output dtype.
-# fp32 is loose-ish because hl.dot on fp32 uses TF32 on NVIDIA by default;
-# bf16/fp16 outputs are rounded to 8/11 mantissa bits and some kernels round
-# intermediates (attention P, mamba2 weights, gdn state) before a matmul;
-# fp8 attention rounds P to e4m3 (3 mantissa bits) before the P@V GEMM.
-def tolerance(dtype: Any, kernel_name: str) -> tuple[float, float]:
+# One tolerance definition, used by this GPU check, by bench/attention_accuracy_gpu.py
+# and by the CPU interpret-mode tests (tests/test_model_kernels.py imports
+# ``tolerance`` and ``compare`` from here; the module imports only the standard
+# library at top level, so importing it needs no GPU).
+#
+# An output element passes when |out - ref| <= atol + rtol * |ref|, with atol a
+# fraction ``atol_rel`` of an RMS of the reference: of the whole tensor, or, for
+# attention, of each query row (``per_row``: the RMS over the last dim, rows
+# being all the other dims).  ``rms_rel``, where set, also bounds the aggregate
+# error: rms(out - ref) <= rms_rel * rms(ref).
+#
+# By dtype: fp32 is loose-ish on the GPU because hl.dot on fp32 uses TF32 on
+# NVIDIA by default (``tf32=False``, the CPU tests, keeps it tight: only the
+# summation order differs there); bf16/fp16 outputs are rounded to 8/11
+# mantissa bits and some kernels round intermediates (attention P, mamba2
+# weights, gdn state) before a matmul.
+#
+# Attention: atol relative to each query row's RMS, not the global RMS.
+# Evidence: bench/attention_accuracy_gpu.json (H200, errors against fp64 exact
+# math on the same inputs).  A causal row i averages over i + 1 keys, so early
+# rows are many times larger than the global RMS (which late, long-averaged
+# rows dominate); bf16 rounding of P and of the output errs in proportion to
+# each row's own size.  With a global-RMS atol, attention_causal medium/large
+# failed at 1.32x/1.87x the allowed error -- and PyTorch's own bf16 SDPA failed
+# by exactly the same factors, its row-relative max error (0.0195/0.0181) being
+# identical to Helion's.  The tolerance was wrong, not the kernel.  The bf16
+# numbers (0.02, 0.02) are unchanged; only the RMS the atol scales is per row.
+# tests/test_model_kernels.py::test_row_relative_tolerance_* shows the same on
+# CPU with torch's bf16 SDPA.
+#
+# fp8 attention rounds P = exp(s - m) in [0, 1] to e4m3 before the P@V GEMM
+# (the kernel's documented design).  e4m3 has 3 mantissa bits: relative step
+# 2^-3, rounding error <= 2^-4 = 0.0625 per element of P, rms ~ 2^-4/sqrt(3)
+# = 0.036 at the bottom of a binade, less on average.  That, not the kernel,
+# sets the error, measured against fp64 exact math on the declared shapes
+# (bench/attention_accuracy_gpu.json, small/medium/large):
+#   Helion on the H200:             row-relative max 0.136/0.144/0.182, rms 2.26/2.44/2.59 %
+#   exact math with P in e4m3 (fp64 emulation): 0.141/0.157/0.203,  rms 2.39/2.54/2.67 %
+#   torch bf16 SDPA on the same (upcast) inputs: 0.015/0.016/0.016, rms 0.17 %
+# and on CPU (bench/fp8_p_rounding_cpu.py, seq 512-4096): 0.12-0.14, rms 2.4-2.6 %.
+# The row-relative max is the 6-8 sigma tail of 10^6-10^8 elements whose rms
+# error is ~2.5 %, so it grows slowly with the shape.  atol_rel = 0.25
+# (= 4 x 2^-4, four e4m3 half-steps) leaves 1.23x headroom over the worst
+# emulated figure and 1.37x over Helion's; rtol stays 0.06 (~2^-4).  Because
+# that per-element bound is loose, rms_rel = 0.04 (just above 2^-4/sqrt(3))
+# bounds the aggregate error too (measured 2.3-2.7 %): a kernel wrong by a few
+# percent everywhere fails it.  Scaling P by 2^8 before the rounding (to keep
+# small P out of e4m3's subnormal range) was measured and does not help: the
+# error is the 3-bit mantissa of the large P, see bench/attention_accuracy.md.
+ROW_RELATIVE_KERNELS = frozenset({"attention", "attention_causal", "fp8_attention"})
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    atol_rel: float  # atol as a fraction of the reference's RMS (global, or per row)
+    rtol: float
+    per_row: bool = False  # RMS over the last dim (one query row) instead of the whole tensor
+    rms_rel: float | None = None  # bound on rms(out - ref) / rms(ref), where set
+
+
+def tolerance(dtype: Any, kernel_name: str, tf32: bool = True) -> Tolerance:
     import torch
 
+    per_row = kernel_name in ROW_RELATIVE_KERNELS
     if kernel_name == "fp8_attention":
-        return 6e-2, 6e-2
+        return Tolerance(0.25, 6e-2, per_row, rms_rel=0.04)
     if dtype == torch.float32:
-        return 1e-2, 1e-2
-    return 2e-2, 2e-2
+        return Tolerance(1e-2, 1e-2, per_row) if tf32 else Tolerance(1e-4, 1e-4, per_row)
+    return Tolerance(2e-2, 2e-2, per_row)
 
 
-def compare(out: Any, ref: Any, kernel_name: str) -> dict[str, Any]:
+def compare(out: Any, ref: Any, kernel_name: str, tf32: bool = True) -> dict[str, Any]:
+    """Check ``out`` against ``ref`` with ``tolerance(ref.dtype, kernel_name, tf32)``."""
     import torch
 
     outs = out if isinstance(out, tuple) else (out,)
@@ -262,23 +320,37 @@ def compare(out: Any, ref: Any, kernel_name: str) -> dict[str, Any]:
             entry.update(ok=False, error=f"got {o.dtype}{list(o.shape)}, want {r.dtype}{list(r.shape)}")
         else:
             of, rf = o.float(), r.float()
-            atol_rel, rtol = tolerance(r.dtype, kernel_name)
+            tol = tolerance(r.dtype, kernel_name, tf32)
             rms = float(rf.pow(2).mean().sqrt())
-            atol = atol_rel * max(rms, 1e-6)
+            if tol.per_row and rf.dim() >= 1:
+                basis = rf.pow(2).mean(-1, keepdim=True).sqrt().clamp_min(1e-6)
+            else:
+                basis = torch.tensor(max(rms, 1e-6))
+            atol = tol.atol_rel * basis
             err = (of - rf).abs()
-            allowed = atol + rtol * rf.abs()
+            allowed = atol + tol.rtol * rf.abs()
             nonfinite = int((~torch.isfinite(of)).sum())
             ratio = float((err / allowed).nan_to_num(float("inf")).max())
+            rms_err = float(err.nan_to_num(float("inf")).pow(2).mean().sqrt()) / max(rms, 1e-30)
+            ok = ratio <= 1.0 and nonfinite == 0
             entry.update(
                 max_abs_err=float(err.nan_to_num(float("inf")).max()),
                 ref_rms=rms,
                 ref_max_abs=float(rf.abs().max()),
                 max_err_over_allowed=ratio,
-                atol=atol,
-                rtol=rtol,
+                atol_rel=tol.atol_rel,
+                atol_basis="row_rms" if tol.per_row else "rms",
+                atol=float(atol.min()),  # the smallest atol (per row: the quietest row's)
+                rtol=tol.rtol,
+                rms_err_over_rms=rms_err,
                 nonfinite=nonfinite,
-                ok=bool(ratio <= 1.0 and nonfinite == 0),
             )
+            if tol.per_row:
+                entry["max_err_over_row_rms"] = float((err / basis).nan_to_num(float("inf")).max())
+            if tol.rms_rel is not None:
+                entry["rms_rel_allowed"] = tol.rms_rel
+                ok = ok and rms_err <= tol.rms_rel
+            entry["ok"] = bool(ok)
         result["outputs"].append(entry)
         result["ok"] = result["ok"] and entry["ok"]
     return result
