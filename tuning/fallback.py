@@ -124,7 +124,7 @@ def best_known(bound_kernel: Any, args: Sequence[object], context: TuneContext, 
                ) -> tuple[dict[str, Any], float, list[str], str | None, int]:
     """The fastest known config that compiles, runs and matches the reference.
 
-    Returns (config, ms, failures, note, measured); raises ``BudgetFallbackError``
+    Returns (config, ms, failures, accuracy note, configs tried); raises ``BudgetFallbackError``
     naming each failure when no candidate works.  ``timer`` is
     ``measure.time_ms`` unless a test fakes it.
     """
@@ -166,7 +166,7 @@ def search_or_known(search: Callable[[], TuneOutcome], bound_kernel: Any, args: 
         why = f"search found nothing within {describe_budget(budget)} ({type(e).__name__})"
     where = f"{context.kernel_id} [{context.shape_name}]" if context.kernel_id else "this case"
     try:
-        config, ms, failures, note, n = best_known(bound_kernel, args, context, device, timer)
+        config, _ms, failures, note, n = best_known(bound_kernel, args, context, device, timer)
     except BudgetFallbackError as e:
         raise BudgetFallbackError(
             f"{where}: {why}, and none of the known configs (seeds, Helion's default) compiled and ran "
