@@ -58,13 +58,22 @@ def tune_case(case: Case, strategy: Strategy, budget: Budget, device: str, devic
               context: TuneContext | None = None) -> LockEntry:
     import helion
 
+    from .fallback import search_or_known
     from .measure import time_ms
     from .specs import make_inputs
     from .versions import toolchain_versions
 
     args = make_inputs(case.spec, case.kernel, device)
     bound = case.kernel.bind(args)
-    outcome = strategy.tune(bound, args, budget, context or TuneContext(case.kernel_id, case.spec.name))
+    context = context or TuneContext(case.kernel_id, case.spec.name)
+    # The kernel's settings are shared by all its shapes: a budget's compile-timeout
+    # cap (apply_budget_settings) and Helion's adaptive timeout must not outlive this case.
+    compile_timeout = bound.settings.autotune_compile_timeout
+    try:
+        outcome = search_or_known(lambda: strategy.tune(bound, args, budget, context), bound, args, budget,
+                                  context, device)
+    finally:
+        bound.settings.autotune_compile_timeout = compile_timeout
     bound.set_config(helion.Config(**outcome.config))
     ms, timer = time_ms(lambda: bound(*args), device)
     provenance: dict[str, Any] = {

@@ -27,11 +27,44 @@ def search_kwargs(search_cls: type, bound_kernel: Any, budget: Budget) -> dict[s
     return {k: v for k, v in kwargs.items() if k in accepted}
 
 
+# Floor for the budget-derived compile timeout: a healthy Triton compile of a
+# large kernel (attention, grouped GEMM) takes several seconds on an H200, and
+# timing those out would throw away good configs to save little.
+MIN_COMPILE_TIMEOUT_S = 10
+
+
+def budget_compile_timeout(current: int, seconds: int | None) -> int:
+    """Helion's per-config compile timeout under a wall-clock budget of ``seconds``.
+
+    Helion precompiles a whole population in parallel and waits for each
+    compile up to ``autotune_compile_timeout`` (60 s by default).  One hung
+    compile therefore stalls the first generation for that long, and with
+    ``seconds=45`` the budget ran out before any config was benchmarked, so
+    the search raised NoConfigFound (H200, rms_norm/swiglu).  Capping the
+    timeout at a third of the budget means a hung compile costs at most a
+    third, leaving the rest for benchmarking; the floor keeps slow but
+    healthy compiles alive on tiny budgets.  The timeout is only ever
+    lowered, never raised, and without a budget it is left alone.
+    """
+    if seconds is None:
+        return current
+    return min(current, max(MIN_COMPILE_TIMEOUT_S, seconds // 3))
+
+
 def apply_budget_settings(bound_kernel: Any, budget: Budget) -> None:
+    """Put ``budget`` into the kernel's Helion settings; every strategy calls this before searching.
+
+    The compile timeout is capped here (see ``budget_compile_timeout``).
+    Helion's adaptive timeout (``set_adaptive_compile_timeout``) only ever
+    lowers it from this value, so the cap holds for the whole search.  The
+    settings object is the kernel's, shared by its other shapes: tune_case
+    restores the timeout afterwards so an unbudgeted case is untouched.
+    """
     settings = bound_kernel.settings
     settings.autotune_random_seed = budget.seed
     settings.autotune_budget_seconds = budget.seconds
     settings.autotune_effort = budget.effort
+    settings.autotune_compile_timeout = budget_compile_timeout(settings.autotune_compile_timeout, budget.seconds)
 
 
 def cap_configs(search: Any, max_configs: int | None) -> None:
