@@ -55,8 +55,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--include", default="model_kernels.rms_norm:rms_norm,model_kernels.swiglu:swiglu")
     ap.add_argument("--strategy", default="seeded")
-    ap.add_argument("--max-configs", default="40")
-    ap.add_argument("--seconds", default="90")
+    ap.add_argument("--max-configs", default="30")
+    ap.add_argument("--seconds", default="60")
     ap.add_argument("--out", required=True)
     ns = ap.parse_args()
 
