@@ -7,6 +7,7 @@ import json
 import math
 import os
 import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -233,8 +234,6 @@ store.set_peaks(run, {"copy_gbps": None, "by": tag})
 
 
 def test_store_put_from_two_processes_loses_nothing(tmp_path: Path) -> None:
-    import subprocess
-
     store_path, gate = tmp_path / "results" / "store.json", tmp_path / "go"
     procs = [subprocess.Popen([sys.executable, "-c", _WRITER, str(store_path), tag, str(gate)], env=clean_env())
              for tag in ("a", "b")]
@@ -293,6 +292,8 @@ class FakeChild:
         if self.interrupt:
             self.interrupt = False
             raise KeyboardInterrupt  # the parent got Ctrl-C while waiting
+        if self.poll() is None:
+            raise subprocess.TimeoutExpired("fake", timeout or 0)
         return self.rc
 
     def poll(self) -> int | None:

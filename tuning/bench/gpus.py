@@ -16,13 +16,14 @@ own GPU's peaks (same GPU model, so the same run key in the store).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Protocol
@@ -133,7 +134,8 @@ def run_children(gpus: Sequence[str], bench_args: Sequence[str], launch: Callabl
         pump.start()
         pumps.append(pump)
     try:
-        codes = [c.wait() for c in children]
+        with _sigterm_as_interrupt():
+            codes = [c.wait() for c in children]
     except KeyboardInterrupt:
         _stop(children)
         raise
@@ -141,6 +143,23 @@ def run_children(gpus: Sequence[str], bench_args: Sequence[str], launch: Callabl
         for p in pumps:
             p.join(timeout=5)
     return [Outcome(g, f"{i}/{len(gpus)}", rc) for i, (g, rc) in enumerate(zip(gpus, codes))]
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM (`timeout`'s default, a scheduler's stop) stops the children the way Ctrl-C does, not orphaning them."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _say(out: IO[str], lock: threading.Lock, line: str) -> None:
@@ -156,17 +175,31 @@ def _pump(stream: Iterable[str] | None, prefix: str, out: IO[str], lock: threadi
 
 
 def _stop(children: list[Child]) -> None:
+    """Let children that got the same SIGINT (same process group) exit; SIGINT the rest; kill after GRACE_S.
+
+    The short first wait avoids a second SIGINT landing in a child's own clean-up.
+    """
     import time
 
-    deadline = time.monotonic() + GRACE_S
+    _wait_all(children, time.monotonic() + 5)
     for c in children:
         if c.poll() is None:
             c.send_signal(signal.SIGINT)
+    _wait_all(children, time.monotonic() + GRACE_S)
+    for c in children:
+        if c.poll() is None:
+            c.kill()
+            c.wait()
+
+
+def _wait_all(children: list[Child], deadline: float) -> None:
+    import time
+
     for c in children:
         try:
             c.wait(timeout=max(0.1, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
-            c.kill()
+            pass
 
 
 def describe_failures(outcomes: list[Outcome]) -> list[str]:
