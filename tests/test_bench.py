@@ -6,7 +6,10 @@ import contextlib
 import json
 import math
 import os
+import signal
+import subprocess
 import sys
+import time
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -210,3 +213,163 @@ def test_kiln_bench_end_to_end_on_tinypkg(tinypkg: Path) -> None:
     again = run(cmd, tinypkg, env, timeout=120)
     assert "2 reused" in again.stderr and "0 to run" in again.stderr
     assert json.loads(store_path.read_text()) == doc
+
+
+# ----------------------------------------------------------------------------- (4) several processes, one store
+
+_WRITER = """
+import sys, time
+from pathlib import Path
+from tuning.bench.store import Store
+store_path, tag, gate = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
+(gate.parent / f"ready-{tag}").touch()
+while not gate.exists():  # start both writers together, so their puts really overlap
+    time.sleep(0.005)
+store = Store.load(store_path)  # both load the (empty) store first: a stale copy, as each shard has
+run = store.run({"name": "Fake GPU", "arch": "triton:sm00"}, {"helion": "1.5.0"})
+for i in range(20):
+    store.put(run, f"pkg.m:{tag}", f"s{i}", "lfbo", {"i": i, "writer": tag})
+store.set_peaks(run, {"copy_gbps": None, "by": tag})
+"""
+
+
+def test_store_put_from_two_processes_loses_nothing(tmp_path: Path) -> None:
+    store_path, gate = tmp_path / "results" / "store.json", tmp_path / "go"
+    procs = [subprocess.Popen([sys.executable, "-c", _WRITER, str(store_path), tag, str(gate)], env=clean_env())
+             for tag in ("a", "b")]
+    deadline = time.monotonic() + 30
+    while not all((tmp_path / f"ready-{t}").exists() for t in ("a", "b")) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    gate.touch()
+    assert [p.wait(timeout=60) for p in procs] == [0, 0]
+
+    (run_doc,) = Store.load(store_path).doc["runs"].values()
+    got = {(label, rec["writer"], rec["i"]) for label, case in run_doc["cases"].items() for rec in case["strategies"].values()}
+    assert got == {(f"pkg.m:{t}@s{i}", t, i) for t in ("a", "b") for i in range(20)}
+    assert run_doc["peaks"]["by"] in ("a", "b")
+
+
+# ----------------------------------------------------------------------------- (5) shards and --gpus (no GPU: a fake launch)
+
+def test_select_shard_and_parse_shard() -> None:
+    from tuning.bench.gpus import parse_shard
+    from tuning.bench.run import select_shard
+    from tuning.errors import KilnError
+
+    cases = list("abcdefg")
+    assert select_shard(cases, 0, 2) == list("aceg") and select_shard(cases, 1, 2) == list("bdf")
+    assert select_shard(cases, 2, 3) == ["c", "f"]
+    assert sorted(sum((select_shard(cases, k, 3) for k in range(3)), [])) == cases  # disjoint, and all covered
+    assert select_shard(cases, 0, 1) == cases
+    assert parse_shard("1/2") == (1, 2) and parse_shard(" 0 / 4 ") == (0, 4)
+    for bad in ("2/2", "0/0", "1", "a/b", "-1/2", "1-2"):
+        with pytest.raises(KilnError, match=r"--shard .*K/N with 0 <= K < N"):
+            parse_shard(bad)
+
+
+def test_run_bench_shard_tunes_only_its_cases_and_reports_only_its_failures(tmp_path: Path) -> None:
+    store_path = tmp_path / "store.json"
+    cases = [_case("pkg.m:k", s) for s in ("s0", "s1", "s2", "s3", "s4")]
+    tune = FakeTune()
+    opts = BenchOptions(tmp_path, {}, None, ["lfbo", "seeded"], store_path, shard=(1, 2))
+    store = run_bench(opts, log=lambda m: None, engine=_fake_engine(cases, tune, []))
+    assert tune.calls == [("pkg.m:k@s1", "lfbo"), ("pkg.m:k@s1", "seeded"), ("pkg.m:k@s3", "lfbo"), ("pkg.m:k@s3", "seeded")]
+    # Another shard's failure in the shared file is not this shard's failure.
+    other = Store.load(store_path)
+    other.put(next(iter(other.doc["runs"].values())), "pkg.m:k", "s0", "lfbo", {"error": "boom"})
+    store = run_bench(opts, log=lambda m: None, engine=_fake_engine(cases, tune, []))
+    assert store.failures() == [] and Store.load(store_path).failures() == [("pkg.m:k@s0", "lfbo")]
+
+
+class FakeChild:
+    """A named stand-in for a launched `kiln bench --shard` child: canned output and exit code, no process."""
+
+    def __init__(self, lines: list[str], rc: int, interrupt: bool = False) -> None:
+        self.stdout, self.rc, self.interrupt = iter(lines), rc, interrupt
+        self.signals: list[Any] = []
+
+    def wait(self, timeout: float | None = None) -> int:
+        if self.interrupt:
+            self.interrupt = False
+            raise KeyboardInterrupt  # the parent got Ctrl-C while waiting
+        if self.poll() is None:
+            raise subprocess.TimeoutExpired("fake", timeout or 0)
+        return self.rc
+
+    def poll(self) -> int | None:
+        return None if self.rc == 130 and not self.signals else self.rc  # an interrupted child runs until signalled
+
+    def send_signal(self, sig: int) -> None:
+        self.signals.append(sig)
+
+    def kill(self) -> None:
+        self.signals.append("kill")
+
+
+class FakeLaunch:
+    """Replaces tuning.bench.gpus.popen: records each child's command and environment, returns FakeChilds."""
+
+    def __init__(self, rcs: list[int], interrupt: bool = False) -> None:
+        self.rcs, self.interrupt = rcs, interrupt
+        self.calls: list[tuple[list[str], dict[str, str]]] = []
+        self.children: list[FakeChild] = []
+
+    def __call__(self, cmd: list[str], env: dict[str, str]) -> FakeChild:
+        i = len(self.calls)
+        self.calls.append((cmd, env))
+        self.children.append(FakeChild([f"kiln bench: tune case{i}\n", "done\n"], self.rcs[i], self.interrupt and i == 0))
+        return self.children[-1]
+
+
+def test_kiln_bench_gpus_launches_one_shard_per_gpu(tinypkg: Path, monkeypatch: pytest.MonkeyPatch,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    import tuning.bench.gpus as gpus
+
+    fake = FakeLaunch([0, 0])
+    monkeypatch.setattr(gpus, "popen", fake)
+    monkeypatch.delenv("KILN_DEVICE", raising=False)
+    args = ["bench", "--project", str(tinypkg), "--all", "--strategies", "lfbo,seeded", "--rounds", "3", "-C", "effort=quick"]
+    assert kiln_main([*args, "--gpus", "0,1"]) == 0
+    store = str((tinypkg / "bench" / "results" / "store.json").resolve())
+    cores = str(max(1, (os.cpu_count() or 1) // 2))
+    for i, (cmd, env) in enumerate(fake.calls):
+        assert cmd == [sys.executable, "-m", "tuning.cli", "bench", "--project", str(tinypkg.resolve()), "--store", store,
+                       "--lfbo-effort", "full", "--rounds", "3", "--strategies", "lfbo,seeded", "-C", "effort=quick",
+                       "--shard", f"{i}/2"]
+        assert env["CUDA_VISIBLE_DEVICES"] == str(i) and env["HELION_AUTOTUNE_PRECOMPILE_JOBS"] == cores
+        assert env["PYTHONPATH"].split(os.pathsep)[0] == str(Path(gpus.__file__).resolve().parents[2])
+    err = capsys.readouterr().err
+    assert "[gpu0] kiln bench: tune case0" in err and "[gpu1] done" in err
+
+    # auto: every visible GPU; a failed child makes the parent fail, naming it.
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,5")
+    fake = FakeLaunch([0, 1])
+    monkeypatch.setattr(gpus, "popen", fake)
+    assert kiln_main([*args, "--gpus", "auto"]) == 1
+    assert [env["CUDA_VISIBLE_DEVICES"] for _, env in fake.calls] == ["3", "5"]
+    assert "gpu5 (shard 1/2) exited 1" in capsys.readouterr().err
+
+    # Ctrl-C in the parent: children still running get SIGINT; exit 130.
+    fake = FakeLaunch([130, 130], interrupt=True)
+    monkeypatch.setattr(gpus, "popen", fake)
+    assert kiln_main([*args, "--gpus", "0,1"]) == 130
+    assert [c.signals for c in fake.children] == [[signal.SIGINT], [signal.SIGINT]]
+    assert "rerun the same command to resume" in capsys.readouterr().err
+
+
+def test_kiln_bench_gpus_refusals(tinypkg: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import tuning.bench.gpus as gpus
+
+    fake = FakeLaunch([0, 0])
+    monkeypatch.setattr(gpus, "popen", fake)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    base = ["bench", "--project", str(tinypkg)]
+    for extra, message in ((["--gpus", "0,1", "-C", "device=cpu"], "--gpus launches one process per CUDA GPU, but the device setting is 'cpu'"),
+                           (["--gpus", "0,1", "--shard", "0/2"], "--gpus and --shard: give one"),
+                           (["--gpus", "0;1"], "--gpus '0;1': write auto or a comma list"),
+                           (["--gpus", "0,0"], "listed twice"),
+                           (["--gpus", "auto"], "--gpus auto: no CUDA GPU visible"),
+                           (["--shard", "1/1"], "--shard '1/1': write K/N")):
+        assert kiln_main([*base, *extra]) == 2
+        assert message in capsys.readouterr().err
+    assert fake.calls == []

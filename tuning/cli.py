@@ -147,19 +147,61 @@ def cmd_bench(ns: argparse.Namespace) -> int:
             path = write_report(store, Path(ns.out) if ns.out else store_path.parent / "report")
             print(f"kiln bench: report written to {path}")
         return 0
+    from .bench.gpus import parse_shard
     from .bench.run import BenchOptions, run_bench
 
     if ns.all and ns.cases:
         raise KilnError("--cases and --all: give one")
+    if ns.gpus is not None:
+        if ns.shard is not None:
+            raise KilnError("--gpus and --shard: give one (--gpus gives each GPU's process its --shard)")
+        return _bench_on_gpus(ns, project, store_path)
+    shard = parse_shard(ns.shard) if ns.shard is not None else None
     cases = None if ns.all or not ns.cases else [c.strip() for c in ns.cases.split(",") if c.strip()]
     strategies = [s.strip() for s in ns.strategies.split(",") if s.strip()] if ns.strategies else None
     store = run_bench(BenchOptions(project, _config_settings(ns.config, None), cases, strategies, store_path,
-                                   lfbo_effort=ns.lfbo_effort, rounds=ns.rounds))
-    failed = [(label, name) for _, run in store.runs() for label, case in run["cases"].items()
-              for name, rec in case["strategies"].items() if rec.get("error") or rec.get("ms_error")]
+                                   lfbo_effort=ns.lfbo_effort, rounds=ns.rounds, shard=shard))
+    failed = store.failures()
     for label, name in failed:
         print(f"kiln bench: FAILED {label} {name} (see {store.path})", file=sys.stderr)
     return 1 if failed else 0
+
+
+def _bench_child_args(ns: argparse.Namespace, project: Path, store_path: Path) -> list[str]:
+    """The options every `--gpus` child gets: this command's, less --gpus, with absolute paths."""
+    args = ["--project", str(project), "--store", str(store_path.resolve()),
+            "--lfbo-effort", ns.lfbo_effort, "--rounds", str(ns.rounds)]
+    if ns.cases and not ns.all:
+        args += ["--cases", ns.cases]
+    if ns.strategies:
+        args += ["--strategies", ns.strategies]
+    for pair in ns.config:
+        args += ["-C", pair]
+    return args
+
+
+def _bench_on_gpus(ns: argparse.Namespace, project: Path, store_path: Path) -> int:
+    """`kiln bench --gpus`: a `--shard i/N` child per GPU, all into one store; non-zero if any child failed."""
+    import os
+
+    from build_backend.settings import load_settings
+
+    from .bench import gpus as multi
+
+    settings = load_settings(project, _config_settings(ns.config, None), os.environ)
+    multi.refuse_cpu(settings.device)
+    devices = multi.parse_gpus(ns.gpus)
+    print(f"kiln bench: {len(devices)} GPUs ({', '.join(devices)}), one shard each, into {store_path}", file=sys.stderr)
+    try:
+        outcomes = multi.run_children(devices, _bench_child_args(ns, project, store_path))
+    except KeyboardInterrupt:
+        print("kiln bench: interrupted; the children were stopped and what they stored is kept: "
+              "rerun the same command to resume", file=sys.stderr)
+        return 130
+    failures = multi.describe_failures(outcomes)
+    for line in failures:
+        print(line, file=sys.stderr)
+    return 1 if failures else 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -198,6 +240,10 @@ def main(argv: list[str] | None = None) -> int:
                    help="a [tool.kiln] setting (budgets: effort, max_generations, ...), as with kiln tune")
     p.add_argument("--lfbo-effort", default="full", help="effort of the lfbo baseline (default: full)")
     p.add_argument("--rounds", type=int, default=5, help="interleaved timing rounds in the fresh measuring process")
+    p.add_argument("--shard", metavar="K/N", help="only the cases whose index (0-based, in declared or --cases order) "
+                   "satisfies index %% N == K; several shards may share one --store")
+    p.add_argument("--gpus", metavar="auto|0,1,...", help="one `--shard i/N` child per GPU (CUDA_VISIBLE_DEVICES pinned, "
+                   "cores split for precompile), all writing the same store; auto = every visible GPU")
     p.add_argument("--report", action="store_true", help="write the markdown report and PNG plots (no tuning)")
     p.add_argument("--json", action="store_true", help="with --report: print the summary JSON instead")
     p.add_argument("--out", help="with --report: the report folder (default: next to the store, report/)")

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from . import BASELINE, DEFAULT_STORE
-from .store import Store, case_label
+from .store import Store, case_label, run_key
 
 ROOT = Path(__file__).resolve().parents[2]
 LLM_STRATEGIES = ("hybrid", "llm")
@@ -194,6 +194,7 @@ class BenchOptions:
     lfbo_effort: str = "full"
     rounds: int = 5
     measure_timeout_s: float = 900
+    shard: tuple[int, int] | None = None  # (K, N): only cases whose index % N == K (see select_shard)
 
 
 @dataclasses.dataclass
@@ -256,10 +257,13 @@ def run_bench(opts: BenchOptions, log: Callable[[str], None] = _log, engine: Eng
         if unknown:
             raise KilnError(f"unknown case(s) {', '.join(unknown)}; declared: {', '.join(by_label)}")
         cases = [by_label[c] for c in opts.cases]
+    if opts.shard is not None:
+        cases = select_shard(cases, *opts.shard)
 
     store_path = opts.store or (opts.project / DEFAULT_STORE)
     store = Store.load(store_path)
     run = store.run(dev_key.as_dict(), engine.versions())
+    store.scope = (run_key(run["gpu"], run["versions"]), [case_label(c.kernel_id, c.spec.name) for c in cases])
     base = Budget(settings.effort, settings.max_generations, settings.initial_population, settings.polish_rounds,
                   settings.seconds, settings.seed, settings.max_configs)
     budgets = {s: dataclasses.replace(base, effort=opts.lfbo_effort) if s == BASELINE else base for s in strategies}
@@ -269,14 +273,14 @@ def run_bench(opts: BenchOptions, log: Callable[[str], None] = _log, engine: Eng
 
     todo = [(c, s) for c in cases for s in strategies
             if not Store.reusable(stored(c, s), c.source_hash, c.spec.declared, budgets[s].as_provenance())]
-    log(f"{len(cases)} cases x {len(strategies)} strategies ({', '.join(strategies)}) on {dev_key.name} ({dev_key.arch}); "
+    shard = "" if opts.shard is None else f" (shard {opts.shard[0]}/{opts.shard[1]})"
+    log(f"{len(cases)} cases{shard} x {len(strategies)} strategies ({', '.join(strategies)}) on {dev_key.name} ({dev_key.arch}); "
         f"{len(cases) * len(strategies) - len(todo)} reused from {store_path}, {len(todo)} to run")
     if not todo:
         return store
 
     peaks = engine.peaks(device)
-    run["peaks"] = peaks
-    store.save()
+    store.set_peaks(run, peaks)
     if peaks.get("copy_gbps"):
         log(f"peaks: copy {peaks['copy_gbps']} GB/s, bf16 matmul {peaks['bf16_tflops']} TFLOP/s")
     lock_entries = prep.lock.sorted_entries()
@@ -284,6 +288,19 @@ def run_bench(opts: BenchOptions, log: Callable[[str], None] = _log, engine: Eng
         _run_one(store, run, case, name, budgets[name], device, dev_key, lock_entries, llm, peaks, opts, log, engine)
         _release(device)
     return store
+
+
+def select_shard(cases: list[Any], index: int, count: int) -> list[Any]:
+    """The cases at positions ``index, index + count, ...`` of ``cases``: shard ``index`` of ``count``.
+
+    Round-robin rather than contiguous blocks so that each shard gets a mix of
+    small and large shapes (declared order groups a kernel's shapes together).
+    A whole case, all of its strategies, stays in one shard: its ratios against
+    lfbo come from one process on one GPU.
+    """
+    if not 0 <= index < count:
+        raise ValueError(f"shard {index}/{count}: need 0 <= K < N")
+    return [c for i, c in enumerate(cases) if i % count == index]
 
 
 def _release(device: str) -> None:

@@ -1,5 +1,13 @@
 """The bench results store: one JSON file, rewritten atomically after every finished (case, strategy).
 
+Several ``kiln bench`` processes (``--gpus 0,1``: one per GPU, each a shard of
+the cases) write the same file.  So :meth:`Store.put` and
+:meth:`Store.set_peaks` are read-modify-write under a ``filelock`` on
+``<store>.lock``: re-read the file, apply this one change, write atomically,
+release.  No process's records are lost to another's stale copy, and a
+process killed at any moment leaves either the old file or the new one (the
+lock is an OS lock, released when its holder dies).
+
 Layout::
 
     {"format": 1,
@@ -20,12 +28,13 @@ import json
 import os
 import tempfile
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 FORMAT = 1
+LOCK_TIMEOUT_S = 600  # a writer holds the lock for one small JSON write; minutes means something is stuck
 KEY_VERSIONS = ("helion", "torch", "triton")
 
 
@@ -43,39 +52,67 @@ def case_label(kernel_id: str, shape_name: str) -> str:
 class Store:
     path: Path
     doc: dict[str, Any] = field(default_factory=lambda: {"format": FORMAT, "runs": {}})
+    # Set by run_bench: the (run key, case labels) this process was asked for, so a shard reports only
+    # its own failures, not those another shard (or an older run) wrote into the shared file.
+    scope: tuple[str, list[str]] | None = None
 
     @classmethod
     def load(cls, path: Path | str) -> Store:
         path = Path(path)
         if not path.exists():
             return cls(path)
-        doc = json.loads(path.read_text())
-        if doc.get("format") != FORMAT:
-            raise ValueError(f"{path}: bench store format {doc.get('format')!r}, expected {FORMAT}")
-        return cls(path, doc)
+        return cls(path, _read_doc(path))
+
+    @property
+    def lock_path(self) -> Path:
+        return self.path.with_name(self.path.name + ".lock")
 
     def save(self) -> None:
-        """Write the whole store atomically (temp file in the same folder, fsync, rename)."""
+        """Write this process's whole document atomically (temp file in the same folder, fsync, rename).
+
+        Single-writer use only (tests, tools that own the file): it overwrites
+        whatever other processes wrote since this store was loaded.  Concurrent
+        runs go through :meth:`put` / :meth:`set_peaks`.
+        """
+        _write_doc(self.path, self.doc)
+
+    def update(self, change: Callable[[dict[str, Any]], None]) -> None:
+        """Apply ``change`` to the file's current document under the store lock, then mirror it here.
+
+        Why re-read: another process may have written records since we loaded;
+        writing our in-memory copy would drop them.
+        """
+        from filelock import FileLock
+
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        text = json.dumps(self.doc, indent=1, sort_keys=True, default=str, allow_nan=False) + "\n"
-        fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", dir=self.path.parent)
-        try:
-            with os.fdopen(fd, "w") as f:
-                f.write(text)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, self.path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        with FileLock(str(self.lock_path), timeout=LOCK_TIMEOUT_S):
+            doc = _read_doc(self.path) if self.path.exists() else {"format": FORMAT, "runs": {}}
+            change(doc)
+            _write_doc(self.path, doc)
+        self._mirror(doc)
+
+    def _mirror(self, doc: dict[str, Any]) -> None:
+        """Take the file's document as ours, keeping our run dicts the same objects (callers hold them)."""
+        runs = self.doc["runs"]
+        for key, fresh in doc["runs"].items():
+            if key in runs:
+                runs[key].clear()
+                runs[key].update(fresh)
+            else:
+                runs[key] = fresh
 
     def run(self, gpu: Mapping[str, str], versions: Mapping[str, Any]) -> dict[str, Any]:
-        key = run_key(gpu, versions)
-        return self.doc["runs"].setdefault(key, {
-            "gpu": dict(gpu), "versions": {k: versions.get(k) for k in KEY_VERSIONS}, "peaks": None, "cases": {}})
+        return _run_in(self.doc, gpu, versions)
 
     def runs(self) -> Iterator[tuple[str, dict[str, Any]]]:
         yield from sorted(self.doc["runs"].items())
+
+    def failures(self) -> list[tuple[str, str]]:
+        """(case label, strategy) of failed records, within :attr:`scope` when set (else the whole store)."""
+        key, labels = self.scope if self.scope else (None, None)
+        return [(label, name) for k, run in self.runs() if key is None or k == key
+                for label, case in run["cases"].items() if labels is None or label in labels
+                for name, rec in case["strategies"].items() if rec.get("error") or rec.get("ms_error")]
 
     @staticmethod
     def case(run: dict[str, Any], kernel_id: str, shape_name: str) -> dict[str, Any]:
@@ -94,6 +131,42 @@ class Store:
         )
 
     def put(self, run: dict[str, Any], kernel_id: str, shape_name: str, strategy: str, record: dict[str, Any]) -> None:
+        """Store one finished (case, strategy) at once, safe against other processes writing this store."""
         record = {**record, "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-        self.case(run, kernel_id, shape_name)["strategies"][strategy] = record
-        self.save()
+
+        def change(doc: dict[str, Any]) -> None:
+            self.case(_run_in(doc, run["gpu"], run["versions"]), kernel_id, shape_name)["strategies"][strategy] = record
+
+        self.update(change)
+
+    def set_peaks(self, run: dict[str, Any], peaks: dict[str, Any]) -> None:
+        """Record this run's measured peaks (last writer wins: every shard measures the same GPU model)."""
+        self.update(lambda doc: _run_in(doc, run["gpu"], run["versions"]).__setitem__("peaks", peaks))
+
+
+def _run_in(doc: dict[str, Any], gpu: Mapping[str, str], versions: Mapping[str, Any]) -> dict[str, Any]:
+    return doc["runs"].setdefault(run_key(gpu, versions), {
+        "gpu": dict(gpu), "versions": {k: versions.get(k) for k in KEY_VERSIONS}, "peaks": None, "cases": {}})
+
+
+def _read_doc(path: Path) -> dict[str, Any]:
+    doc = json.loads(path.read_text())
+    if doc.get("format") != FORMAT:
+        raise ValueError(f"{path}: bench store format {doc.get('format')!r}, expected {FORMAT}")
+    return doc
+
+
+def _write_doc(path: Path, doc: Mapping[str, Any]) -> None:
+    """Atomic replace: a reader (or a process killed mid-write) sees the old file or the new one, never half."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(doc, indent=1, sort_keys=True, default=str, allow_nan=False) + "\n"
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
