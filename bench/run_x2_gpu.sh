@@ -36,27 +36,23 @@ start)
   setsid bash bench/run_x2_gpu.sh jobA </dev/null >"$R/jobA.out" 2>&1 &
   setsid bash bench/run_x2_gpu.sh jobB </dev/null >"$R/jobB.out" 2>&1 &
   sleep 5
-  wait_jobs "${1:-500}"; tail -3 "$R"/*.log; pack ;;
-jobA)
-  export CUDA_VISIBLE_DEVICES=0 HELION_AUTOTUNE_PRECOMPILE_JOBS=16
-  taskset -c 0-15 timeout 700 python3 bench/strategies_gpu.py --cases model_kernels.swiglu:swiglu@medium \
-    --strategies seeded,lfbo --lfbo-seconds "${LFBO_CAP:-360}" --out "$R/strategies_swiglu.json" > "$R/strategies_swiglu.log" 2>&1
-  taskset -c 0-15 timeout 400 python3 bench/model_kernels_gpu.py --out "$R/mk" --family-timeout 90 \
-    --families rope,swiglu,mamba2_chunk_scan,gdn_fwd_h > "$R/mk.log" 2>&1
-  touch "$R/A.done" ;;
-jobB)
-  export CUDA_VISIBLE_DEVICES=1 HELION_AUTOTUNE_PRECOMPILE_JOBS=16
-  taskset -c 16-31 timeout 700 python3 bench/strategies_gpu.py --cases model_kernels.matmul:matmul@small \
-    --strategies seeded,lfbo --lfbo-seconds "${LFBO_CAP:-360}" --out "$R/strategies_matmul.json" > "$R/strategies_matmul.log" 2>&1
-  taskset -c 16-31 timeout 300 python3 bench/attention_accuracy_gpu.py --out "$R/attention_accuracy.json" > "$R/attention_accuracy.log" 2>&1
-  touch "$R/B.done" ;;
+  wait_jobs "${1:-500}"; for f in "$R"/*.log; do tail -n 3 "$f"; done; pack ;;
+jobA|jobB)
+  # JOB_A / JOB_B (shell commands; "$R" is the results folder) override the defaults below,
+  # which are the last runs made with this script.
+  if [ "$phase" = jobA ]; then gpu=0; cores=0-15; cmd=${JOB_A:-"python3 bench/strategies_gpu.py --cases model_kernels.swiglu:swiglu@medium --strategies seeded,lfbo --lfbo-seconds 360 --out $R/strategies_swiglu.json > $R/strategies_swiglu.log 2>&1; python3 bench/model_kernels_gpu.py --out $R/mk --family-timeout 90 --families rope,swiglu,mamba2_chunk_scan,gdn_fwd_h > $R/mk.log 2>&1"}
+  else gpu=1; cores=16-31; cmd=${JOB_B:-"python3 bench/strategies_gpu.py --cases model_kernels.matmul:matmul@small --strategies seeded,lfbo --lfbo-seconds 360 --out $R/strategies_matmul.json > $R/strategies_matmul.log 2>&1; python3 bench/attention_accuracy_gpu.py --out $R/attention_accuracy.json > $R/attention_accuracy.log 2>&1"}
+  fi
+  export CUDA_VISIBLE_DEVICES=$gpu HELION_AUTOTUNE_PRECOMPILE_JOBS=16
+  taskset -c "$cores" timeout "${JOB_TIMEOUT:-1200}" bash -c "$cmd"
+  touch "$R/${phase#job}.done" ;;
 collect)
   if ls .kiln-gpu/*.whl >/dev/null 2>&1; then
     CUDA_VISIBLE_DEVICES=0 timeout 180 python3 bench/multi_gpu_type_gpu.py verify --wheel .kiln-gpu/*.whl \
       --lock .kiln-gpu/merged.lock.json --out "$R/multi_gpu_type_gpu.json" > "$R/multi_gpu_type.log" 2>&1
     echo "verify rc=$?"; tail -5 "$R/multi_gpu_type.log"
   fi
-  wait_jobs "${1:-500}"; echo "jobs done: $?"; tail -3 "$R"/*.log; pack ;;
+  wait_jobs "${1:-500}"; echo "jobs done: $?"; for f in "$R"/*.log; do tail -n 3 "$f"; done; pack ;;
 scaling)
   pkill -f strategies_gpu.py; pkill -f model_kernels_gpu.py; pkill -f attention_accuracy_gpu.py
   timeout "${1:-500}" python3 bench/executor_scaling_gpu.py --out "$R/executor_scaling_gpu.json" "${@:2}" > "$R/scaling.log" 2>&1
