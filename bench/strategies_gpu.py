@@ -17,6 +17,7 @@ numbers are not an LLM's.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -60,6 +61,37 @@ def fixed_answer_server(configs: list[dict[str, Any]]) -> tuple[str, Any]:
     return f"http://127.0.0.1:{server.server_address[1]}/v1", server
 
 
+def parse_variant(text: str) -> tuple[str, tuple[str, dict[str, str]]]:
+    """``"seeded_ff=seeded:compile_timeout=20;HELION_X=1"`` -> ("seeded_ff", ("seeded", {...}))."""
+    label, _, rest = text.partition("=")
+    base, _, opts = rest.partition(":")
+    overrides = dict(kv.split("=", 1) for kv in opts.split(";") if kv)
+    bad = [k for k in overrides if k != "compile_timeout" and not k.startswith("HELION_")]
+    if not label or not base or bad:
+        raise SystemExit(f"--variant {text!r}: write LABEL=STRATEGY:KEY=VAL;... with keys compile_timeout or HELION_*")
+    return label, (base, overrides)
+
+
+@contextlib.contextmanager
+def variant_settings(kernel: Any, overrides: dict[str, str]) -> Any:
+    """Apply a variant's settings for one tuning run and put everything back afterwards."""
+    env = {k: v for k, v in overrides.items() if k.startswith("HELION_")}
+    saved_env = {k: os.environ.get(k) for k in env}
+    saved_timeout = kernel.settings.autotune_compile_timeout
+    os.environ.update(env)
+    if "compile_timeout" in overrides:
+        kernel.settings.autotune_compile_timeout = int(overrides["compile_timeout"])
+    try:
+        yield
+    finally:
+        kernel.settings.autotune_compile_timeout = saved_timeout
+        for k, v in saved_env.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--cases", required=True, help="comma list of kernel_id@shape_name")
@@ -68,6 +100,10 @@ def main() -> None:
     ap.add_argument("--lock", default=str(ROOT / "kiln.lock"))
     ap.add_argument("--lfbo-seconds", type=int, default=None,
                     help="wall cap for the lfbo baseline (default: none); a capped run is marked, and its time ratio is then a lower bound")
+    ap.add_argument("--variant", action="append", default=[], metavar="LABEL=STRATEGY:KEY=VAL;KEY=VAL",
+                    help="an extra column: STRATEGY run with HELION_* environment variables set (and "
+                         "compile_timeout=S, set on the kernel's settings), e.g. seeded_ff=seeded:compile_timeout=20;"
+                         "HELION_AUTOTUNE_FINAL_REBENCHMARK_TOP_K=4 — a same-run before/after for a strategy change")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--out", required=True)
     ns = ap.parse_args()
@@ -99,6 +135,9 @@ def main() -> None:
         "cases": [],
     }
     strategies = ns.strategies.split(",")
+    variants = dict(parse_variant(v) for v in ns.variant)
+    strategies += list(variants)
+    doc["variants"] = {k: {"strategy": b, "settings": o} for k, (b, o) in variants.items()}
     for item in ns.cases.split(","):
         kernel_id, _, shape_name = item.partition("@")
         spec = next(s for s in shapes[kernel_id] if s.name == shape_name)
@@ -110,10 +149,11 @@ def main() -> None:
         for name in strategies:
             cache = tempfile.mkdtemp(prefix=f"triton-{name}-")
             os.environ["TRITON_CACHE_DIR"] = cache
-            effort = ns.lfbo_effort if name == "lfbo" else "quick"
+            base, overrides = variants.get(name, (name, {}))
+            effort = ns.lfbo_effort if base == "lfbo" else "quick"
             context = TuneContext(kernel_id, shape_name, seeds_for(case, others, dev), None)
             server = None
-            if name == "hybrid":
+            if base == "hybrid":
                 api_base, server = fixed_answer_server([dict(e.config) for e in others] or [{}])
                 os.environ.setdefault("OPENAI_API_KEY", "sk-local-fixed-answers")
                 context = TuneContext(kernel_id, shape_name, context.seeds,
@@ -121,9 +161,9 @@ def main() -> None:
                                                   log_path=str(out_path.with_suffix(".llm.log"))))
             t0 = time.perf_counter()
             try:
-                with tuning_environment("cuda"):
-                    cap = ns.lfbo_seconds if name == "lfbo" else None
-                    entry = tune_case(case, get_strategy(name), Budget(effort=effort, seconds=cap), "cuda", dev, context)
+                with tuning_environment("cuda"), variant_settings(kernel, overrides):
+                    cap = ns.lfbo_seconds if base == "lfbo" else None
+                    entry = tune_case(case, get_strategy(base), Budget(effort=effort, seconds=cap), "cuda", dev, context)
                 row["runs"][name] = {"config": dict(entry.config), "wall_s": round(time.perf_counter() - t0, 2),
                                      **{k: entry.provenance.get(k) for k in ("configs_tested", "seconds", "ms", "strategy", "seeds", "llm", "fallback")}}
                 if cap is not None:
