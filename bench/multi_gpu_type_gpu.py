@@ -16,6 +16,7 @@ entries.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import shutil
@@ -78,7 +79,7 @@ def verify(wheel: Path, lock: Path, out: Path) -> None:
     rows = [{"shape": s, "resolution": lvl, "config_is_this_gpus_entry": mine.get(s) == cfg} for s, lvl, cfg in res["resolutions"]]
     doc = {
         "what": "a wheel baked from a merged lock (this GPU + other device types) run on this GPU with search disabled",
-        "wheel": wheel.name, "wheel_sha256": __import__("hashlib").sha256(wheel.read_bytes()).hexdigest(),
+        "wheel": wheel.name, "wheel_sha256": hashlib.sha256(wheel.read_bytes()).hexdigest(),
         "gpu": dev.as_dict(), "other_device_types_in_lock": others, "versions": toolchain_versions(),
         "calls": rows, "kiln_warnings": res["warnings"],
         "ok": bool(rows) and all(r["resolution"] == "exact" and r["config_is_this_gpus_entry"] for r in rows),

@@ -179,11 +179,7 @@ def write_plots(store: Store, out_dir: Path, max_cases: int = 4) -> dict[str, di
                 ax.set_xlabel("configs explored")
                 ax.set_ylabel("best ms found")
                 ax.legend(fontsize=8)
-            fig.tight_layout()
-            path = out_dir / f"trajectory_{slug}.png"
-            fig.savefig(path, dpi=110)
-            plt.close(fig)
-            mine["best latency vs configs explored"] = [path.name]
+            mine["best latency vs configs explored"] = [_save(plt, fig, out_dir / f"trajectory_{slug}.png")]
         bars = [(row["case"], row["strategy"], row["ratios"]["time_ratio"]) for row in a["rows"]
                 if row["ratios"] and row["strategy"] != BASELINE]
         if bars:
@@ -201,13 +197,17 @@ def write_plots(store: Store, out_dir: Path, max_cases: int = 4) -> dict[str, di
             ax.set_xticklabels([c.rpartition(":")[2] for c in cases], rotation=60, ha="right", fontsize=7)
             ax.set_ylabel("tuning-time ratio (lfbo / strategy)")
             ax.legend(fontsize=8)
-            fig.tight_layout()
-            path = out_dir / f"time_ratio_{slug}.png"
-            fig.savefig(path, dpi=110)
-            plt.close(fig)
-            mine["per-case tuning-time ratio"] = [path.name]
+            mine["per-case tuning-time ratio"] = [_save(plt, fig, out_dir / f"time_ratio_{slug}.png")]
         written[key] = mine
     return written
+
+
+def _save(plt: Any, fig: Any, path: Path) -> str:
+    """Lay out, write and close one figure; returns the file name the report links."""
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path.name
 
 
 def write_report(store: Store, out_dir: Path) -> Path:
