@@ -8,6 +8,8 @@
 #               B (GPU1, cores 16-31): strategies seeded vs lfbo on matmul@small, then the attention
 #                                      accuracy diagnostic
 #   collect : verify the merged-lock wheel (.kiln-gpu/*.whl, made by bench/build_merged_tinypkg_wheel.sh) on this GPU, wait for A and B
+#   verify  : only the merged-lock wheel check
+#   launch  : only start A and B (JOB_A/JOB_B) and return; wait [s] : wait for them, then pack
 #   scaling : local executor, same cases on 1 GPU then 2 (needs both GPUs to itself)
 set -u
 phase=$1; shift
@@ -46,12 +48,20 @@ jobA|jobB)
   export CUDA_VISIBLE_DEVICES=$gpu HELION_AUTOTUNE_PRECOMPILE_JOBS=16
   taskset -c "$cores" timeout "${JOB_TIMEOUT:-1200}" bash -c "$cmd"
   touch "$R/${phase#job}.done" ;;
-collect)
+launch)
+  rm -f "$R/A.done" "$R/B.done"
+  setsid bash bench/run_x2_gpu.sh jobA </dev/null >"$R/jobA.out" 2>&1 &
+  setsid bash bench/run_x2_gpu.sh jobB </dev/null >"$R/jobB.out" 2>&1 &
+  sleep 5; ps -eo pid,args | grep -E "model_kernels|probe|strategies" | grep -v grep | head ;;
+wait)
+  wait_jobs "${1:-500}"; echo "jobs done: $?"; for f in "$R"/*.log; do tail -n 3 "$f"; done; pack ;;
+verify|collect)
   if ls .kiln-gpu/*.whl >/dev/null 2>&1; then
     CUDA_VISIBLE_DEVICES=0 timeout 180 python3 bench/multi_gpu_type_gpu.py verify --wheel .kiln-gpu/*.whl \
       --lock .kiln-gpu/merged.lock.json --out "$R/multi_gpu_type_gpu.json" > "$R/multi_gpu_type.log" 2>&1
-    echo "verify rc=$?"; tail -5 "$R/multi_gpu_type.log"
+    echo "verify rc=$?"; tail -5 "$R/multi_gpu_type.log"; cp "$R/multi_gpu_type_gpu.json" "$OUT/" 2>/dev/null
   fi
+  [ "$phase" = verify ] && exit 0
   wait_jobs "${1:-500}"; echo "jobs done: $?"; for f in "$R"/*.log; do tail -n 3 "$f"; done; pack ;;
 scaling)
   pkill -f strategies_gpu.py; pkill -f model_kernels_gpu.py; pkill -f attention_accuracy_gpu.py

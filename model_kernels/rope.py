@@ -18,42 +18,53 @@ _DTYPES = {
 def rope(
     q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Rotate the two halves of every head vector of ``q`` and ``k`` by position.
+    """Rotate the two halves of every head vector of ``q`` and ``k`` by its token's angle.
 
     For ``x = [x1, x2]`` (halves of ``head_dim``):
-    ``out = [x1*cos - x2*sin, x2*cos + x1*sin]`` with ``cos/sin`` of the token's position.
+    ``out = [x1*cos - x2*sin, x2*cos + x1*sin]`` with the token's ``cos/sin`` row.
 
     Args:
         q: ``[batch, seq, heads, head_dim]`` (bf16/fp16/fp32).
         k: ``[batch, seq, kv_heads, head_dim]``, same dtype (GQA: kv_heads <= heads).
-        cos: ``[seq, head_dim // 2]`` fp32 cos table.
-        sin: ``[seq, head_dim // 2]`` fp32 sin table.
+        cos: ``[batch, seq, head_dim // 2]`` fp32, per token (what Hugging Face's
+            rotary embedding returns from ``position_ids``, one half of it).
+        sin: same as ``cos``.
     Returns:
         ``(q_rot, k_rot)`` with the shapes and dtype of ``q`` and ``k``.
     Model role: applied to Q and K right after the QKV projection in
     Llama-family attention blocks.
+
+    Why per-token tables and a flat token axis: batch and seq are folded into
+    one ``tokens`` axis so each tile is 3-D ``[tokens, heads, half]``. The first
+    version tiled ``[batch, seq, heads]`` (4-D tiles, cos indexed by ``seq``);
+    on the H200 with triton 3.6 its first call never returned (see
+    ``bench/probes/rope_4d.py`` and ``bench/model_kernels_gpu.json``).
+    Per-token tables are also what serving needs (packed sequences, offsets).
     """
     batch, seq, heads, head_dim = q.size()
     kv_heads = k.size(2)
     half = hl.specialize(head_dim) // 2
-    qv = q.reshape(batch, seq, heads, 2, half)
-    kv = k.reshape(batch, seq, kv_heads, 2, half)
+    tokens = batch * seq
+    qv = q.reshape(tokens, heads, 2, half)
+    kv = k.reshape(tokens, kv_heads, 2, half)
+    cos_t = cos.reshape(tokens, half)
+    sin_t = sin.reshape(tokens, half)
     q_out = torch.empty_like(qv)
     k_out = torch.empty_like(kv)
-    for tile_b, tile_s, tile_h in hl.tile([batch, seq, heads]):
-        c = cos[tile_s, :].to(torch.float32)[None, :, None, :]
-        s = sin[tile_s, :].to(torch.float32)[None, :, None, :]
-        x1 = qv[tile_b, tile_s, tile_h, 0, :].to(torch.float32)
-        x2 = qv[tile_b, tile_s, tile_h, 1, :].to(torch.float32)
-        q_out[tile_b, tile_s, tile_h, 0, :] = (x1 * c - x2 * s).to(q_out.dtype)
-        q_out[tile_b, tile_s, tile_h, 1, :] = (x2 * c + x1 * s).to(q_out.dtype)
-    for tile_b, tile_s, tile_h in hl.tile([batch, seq, kv_heads]):
-        c = cos[tile_s, :].to(torch.float32)[None, :, None, :]
-        s = sin[tile_s, :].to(torch.float32)[None, :, None, :]
-        x1 = kv[tile_b, tile_s, tile_h, 0, :].to(torch.float32)
-        x2 = kv[tile_b, tile_s, tile_h, 1, :].to(torch.float32)
-        k_out[tile_b, tile_s, tile_h, 0, :] = (x1 * c - x2 * s).to(k_out.dtype)
-        k_out[tile_b, tile_s, tile_h, 1, :] = (x2 * c + x1 * s).to(k_out.dtype)
+    for tile_t, tile_h in hl.tile([tokens, heads]):
+        c = cos_t[tile_t, :].to(torch.float32)[:, None, :]
+        s = sin_t[tile_t, :].to(torch.float32)[:, None, :]
+        x1 = qv[tile_t, tile_h, 0, :].to(torch.float32)
+        x2 = qv[tile_t, tile_h, 1, :].to(torch.float32)
+        q_out[tile_t, tile_h, 0, :] = (x1 * c - x2 * s).to(q_out.dtype)
+        q_out[tile_t, tile_h, 1, :] = (x2 * c + x1 * s).to(q_out.dtype)
+    for tile_t, tile_h in hl.tile([tokens, kv_heads]):
+        c = cos_t[tile_t, :].to(torch.float32)[:, None, :]
+        s = sin_t[tile_t, :].to(torch.float32)[:, None, :]
+        x1 = kv[tile_t, tile_h, 0, :].to(torch.float32)
+        x2 = kv[tile_t, tile_h, 1, :].to(torch.float32)
+        k_out[tile_t, tile_h, 0, :] = (x1 * c - x2 * s).to(k_out.dtype)
+        k_out[tile_t, tile_h, 1, :] = (x2 * c + x1 * s).to(k_out.dtype)
     return q_out.reshape(batch, seq, heads, head_dim), k_out.reshape(
         batch, seq, kv_heads, head_dim
     )
@@ -63,8 +74,8 @@ def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tens
     xf = x.float()
     half = x.size(-1) // 2
     x1, x2 = xf[..., :half], xf[..., half:]
-    c = cos.float()[None, :, None, :]
-    s = sin.float()[None, :, None, :]
+    c = cos.float()[:, :, None, :]
+    s = sin.float()[:, :, None, :]
     return torch.cat([x1 * c - x2 * s, x2 * c + x1 * s], dim=-1).to(x.dtype)
 
 
@@ -85,9 +96,10 @@ def make_inputs(
     dtype: str = "bf16",
     seed: int = 0,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Random Q/K and real RoPE tables (base 10000, positions ``0..seq-1``).
+    """Random Q/K and real RoPE tables (base 10000) for positions ``0..seq-1`` of each sequence.
 
-    Returns ``(q, k, cos, sin)``; deterministic for a given ``seed``.
+    Returns ``(q, k, cos, sin)`` with ``cos/sin`` of shape ``[batch, seq, head_dim // 2]``;
+    deterministic for a given ``seed``.
     """
     device = torch.device(device)
     dt = _DTYPES[dtype]
@@ -97,4 +109,6 @@ def make_inputs(
     half = head_dim // 2
     inv_freq = 10000.0 ** (-torch.arange(half, device=device, dtype=torch.float64) / half)
     angles = torch.arange(seq, device=device, dtype=torch.float64)[:, None] * inv_freq[None, :]
-    return q, k, angles.cos().float(), angles.sin().float()
+    cos = angles.cos().float()[None].expand(batch, seq, half).contiguous()
+    sin = angles.sin().float()[None].expand(batch, seq, half).contiguous()
+    return q, k, cos, sin
