@@ -51,20 +51,20 @@ def rope(
     sin_t = sin.reshape(tokens, half)
     q_out = torch.empty_like(qv)
     k_out = torch.empty_like(kv)
-    for tile_t, tile_h in hl.tile([tokens, heads]):
-        c = cos_t[tile_t, :].to(torch.float32)[:, None, :]
-        s = sin_t[tile_t, :].to(torch.float32)[:, None, :]
-        x1 = qv[tile_t, tile_h, 0, :].to(torch.float32)
-        x2 = qv[tile_t, tile_h, 1, :].to(torch.float32)
-        q_out[tile_t, tile_h, 0, :] = (x1 * c - x2 * s).to(q_out.dtype)
-        q_out[tile_t, tile_h, 1, :] = (x2 * c + x1 * s).to(q_out.dtype)
-    for tile_t, tile_h in hl.tile([tokens, kv_heads]):
-        c = cos_t[tile_t, :].to(torch.float32)[:, None, :]
-        s = sin_t[tile_t, :].to(torch.float32)[:, None, :]
-        x1 = kv[tile_t, tile_h, 0, :].to(torch.float32)
-        x2 = kv[tile_t, tile_h, 1, :].to(torch.float32)
-        k_out[tile_t, tile_h, 0, :] = (x1 * c - x2 * s).to(k_out.dtype)
-        k_out[tile_t, tile_h, 1, :] = (x2 * c + x1 * s).to(k_out.dtype)
+    for tile_t, tile_h, tile_d in hl.tile([tokens, heads, half]):
+        c = cos_t[tile_t, tile_d].to(torch.float32)[:, None, :]
+        s = sin_t[tile_t, tile_d].to(torch.float32)[:, None, :]
+        x1 = qv[tile_t, tile_h, 0, tile_d].to(torch.float32)
+        x2 = qv[tile_t, tile_h, 1, tile_d].to(torch.float32)
+        q_out[tile_t, tile_h, 0, tile_d] = (x1 * c - x2 * s).to(q_out.dtype)
+        q_out[tile_t, tile_h, 1, tile_d] = (x2 * c + x1 * s).to(q_out.dtype)
+    for tile_t, tile_h, tile_d in hl.tile([tokens, kv_heads, half]):
+        c = cos_t[tile_t, tile_d].to(torch.float32)[:, None, :]
+        s = sin_t[tile_t, tile_d].to(torch.float32)[:, None, :]
+        x1 = kv[tile_t, tile_h, 0, tile_d].to(torch.float32)
+        x2 = kv[tile_t, tile_h, 1, tile_d].to(torch.float32)
+        k_out[tile_t, tile_h, 0, tile_d] = (x1 * c - x2 * s).to(k_out.dtype)
+        k_out[tile_t, tile_h, 1, tile_d] = (x2 * c + x1 * s).to(k_out.dtype)
     return q_out.reshape(batch, seq, heads, head_dim), k_out.reshape(
         batch, seq, kv_heads, head_dim
     )
