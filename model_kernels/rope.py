@@ -34,12 +34,14 @@ def rope(
     Model role: applied to Q and K right after the QKV projection in
     Llama-family attention blocks.
 
-    Why per-token tables and a flat token axis: batch and seq are folded into
-    one ``tokens`` axis so each tile is 3-D ``[tokens, heads, half]``. The first
-    version tiled ``[batch, seq, heads]`` (4-D tiles, cos indexed by ``seq``);
-    on the H200 with triton 3.6 its first call never returned (see
-    ``bench/probes/rope_4d.py`` and ``bench/model_kernels_gpu.json``).
-    Per-token tables are also what serving needs (packed sequences, offsets).
+    Why this tiling: batch and seq fold into one ``tokens`` axis and head_dim is
+    tiled too (``[tokens, heads, half]``), so the tile's block sizes bound all of
+    it. Versions that kept the whole head_dim in each tile (``[batch, seq, heads]``
+    and ``[tokens, heads]``) never finished their first call on the H200 (for the
+    first, Helion's default was a 1024 x 8 tile times the 64-wide slice, and
+    Triton's LLVM lowering was still running after 75 s) (``bench/probes/rope_4d.py``, README "model_kernels
+    on the H200"). Per-token cos/sin is also what serving needs (packed
+    sequences, position offsets).
     """
     batch, seq, heads, head_dim = q.size()
     kv_heads = k.size(2)
