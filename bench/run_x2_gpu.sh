@@ -11,6 +11,11 @@
 #   verify  : only the merged-lock wheel check
 #   launch  : only start A and B (JOB_A/JOB_B) and return; wait [s] : wait for them, then pack
 #   scaling : local executor, same cases on 1 GPU then 2 (needs both GPUs to itself)
+#   table [s]      : #5's 33-case table: `kiln bench --all --strategies lfbo,seeded --gpus 0,1` in the
+#                    background for at most s seconds (default 1500), resuming from the committed
+#                    bench/results/store.json; returns at once
+#   table-wait [s] : wait up to s seconds (or until the table is done), copy the store to $OUT
+#                    (copy it back to bench/results/store.json and commit: the next session resumes)
 set -u
 phase=$1; shift
 OUT=${OUT:-/tmp/out}; R=/tmp/res; mkdir -p "$OUT" "$R"
@@ -63,6 +68,17 @@ verify|collect)
   fi
   [ "$phase" = verify ] && exit 0
   wait_jobs "${1:-500}"; echo "jobs done: $?"; for f in "$R"/*.log; do tail -n 3 "$f"; done; pack ;;
+table)
+  [ -e bench/results/store.json ] && cp bench/results/store.json "$R/store.json"
+  rm -f "$R/T.done"
+  setsid bash -c "timeout -s INT ${1:-1500} python3 -m tuning.cli bench --all \
+    --strategies lfbo,seeded --gpus 0,1 --store $R/store.json > $R/table.log 2>&1; echo rc=\$? >> $R/table.log; touch $R/T.done" \
+    </dev/null >/dev/null 2>&1 &
+  sleep 5; tail -3 "$R/table.log" ;;
+table-wait)
+  deadline=$(( $(date +%s) + ${1:-500} ))
+  while [ "$(date +%s)" -lt "$deadline" ] && [ ! -e "$R/T.done" ]; do sleep 10; cp "$R/store.json" "$OUT/" 2>/dev/null; done
+  cp "$R/store.json" "$R/table.log" "$OUT/" 2>/dev/null; grep -E "^\[gpu|rc=" "$R/table.log" | tail -20 ;;
 scaling)
   pkill -f strategies_gpu.py; pkill -f model_kernels_gpu.py; pkill -f attention_accuracy_gpu.py
   timeout "${1:-500}" python3 bench/executor_scaling_gpu.py --out "$R/executor_scaling_gpu.json" "${@:2}" > "$R/scaling.log" 2>&1

@@ -12,6 +12,7 @@ default config anchor the search, with a somewhat larger random pad.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -22,6 +23,38 @@ from .lfbo import apply_budget_settings, run_search, search_kwargs
 # copies 2, max_generations 5, polish_rounds 10).  Explicit budget keys win.
 WITH_SEEDS = {"initial_population": 8, "copies": 1, "max_generations": 3, "polish_rounds": 2}
 COMPILER_SEEDS_ONLY = {"initial_population": 16, "copies": 1, "max_generations": 4, "polish_rounds": 3}
+
+# Fast finish.  On the H200 (bench/strategies_gpu.json, README "Where seeded's time
+# goes") seeded's search proper took 40-90 s, but two fixed costs came on top:
+# Helion's final re-benchmark of its 8 best-seen configs for ~5 s each (26-34 s per
+# case) and, on swiglu, one random-pad config whose compile hung for Helion's full
+# 60 s timeout.  Seeded searches few configs near known-good ones, so it re-checks
+# 4 finalists for 1 s each and gives up on a compile after 20 s.  Each value yields
+# to its HELION_* variable when that is set, so Helion's own behaviour is one
+# environment away (and measurable against this one in the same run).
+FAST_FINISH_COMPILE_TIMEOUT_S = 20
+FAST_FINISH_TOP_K = 4
+FAST_FINISH_TARGET_MS = 1000.0
+
+
+def fast_finish(search: Any) -> dict[str, Any]:
+    """Apply seeded's fast finish to one Helion search; return what was applied (for provenance).
+
+    Instance attributes, not environment variables: the process may tune other
+    cases with other strategies, and those keep Helion's defaults.
+    """
+    applied: dict[str, Any] = {}
+    settings = search.settings
+    if "HELION_AUTOTUNE_COMPILE_TIMEOUT" not in os.environ:
+        settings.autotune_compile_timeout = min(settings.autotune_compile_timeout, FAST_FINISH_COMPILE_TIMEOUT_S)
+        applied["compile_timeout_s"] = settings.autotune_compile_timeout
+    if "HELION_AUTOTUNE_FINAL_REBENCHMARK_TOP_K" not in os.environ:
+        search._final_rebenchmark_top_k = lambda: FAST_FINISH_TOP_K
+        applied["final_rebenchmark_top_k"] = FAST_FINISH_TOP_K
+    if "HELION_AUTOTUNE_FINAL_REBENCHMARK_TARGET_MS" not in os.environ:
+        search._final_rebenchmark_target_ms = lambda: FAST_FINISH_TARGET_MS
+        applied["final_rebenchmark_target_ms"] = FAST_FINISH_TARGET_MS
+    return applied
 
 
 def reduced_limits(budget: Budget, limits: dict[str, int]) -> dict[str, int]:
@@ -45,6 +78,9 @@ class SeededStrategy:
         kwargs["best_available_pad_random"] = True
         search = LFBOTreeSearch(bound_kernel, args, **kwargs)
         search.set_best_available_seed_configs(seeds)
+        finish = fast_finish(search)
         outcome = run_search(search, budget.max_configs)
         outcome.extra["seeds"] = len(seeds)
+        if finish:
+            outcome.extra["fast_finish"] = finish
         return outcome
