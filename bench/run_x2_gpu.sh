@@ -11,7 +11,7 @@
 #   verify  : only the merged-lock wheel check
 #   launch  : only start A and B (JOB_A/JOB_B) and return; wait [s] : wait for them, then pack
 #   scaling : local executor, same cases on 1 GPU then 2 (needs both GPUs to itself)
-#   table [s]      : #5's 33-case table: `kiln bench --all --strategies lfbo,seeded --gpus 0,1` in the
+#   table [s]      : #5's 33-case table: `kiln bench --all -C seconds=900 --strategies lfbo,seeded --gpus 0,1` in the
 #                    background for at most s seconds (default 1500), resuming from the committed
 #                    bench/results/store.json; returns at once
 #   table-wait [s] : wait up to s seconds (or until the table is done), copy the store to $OUT
@@ -71,7 +71,7 @@ verify|collect)
 table)
   [ -e bench/results/store.json ] && cp bench/results/store.json "$R/store.json"
   rm -f "$R/T.done"
-  setsid bash -c "timeout -s INT ${1:-1500} python3 -m tuning.cli bench --all \
+  setsid bash -c "timeout -s INT ${1:-1500} python3 -m tuning.cli bench --all -C seconds=900 \
     --strategies lfbo,seeded --gpus 0,1 --store $R/store.json > $R/table.log 2>&1; echo rc=\$? >> $R/table.log; touch $R/T.done" \
     </dev/null >/dev/null 2>&1 &
   sleep 5; tail -3 "$R/table.log" ;;

@@ -130,7 +130,8 @@ def _synthetic_store(path: Path) -> Store:
         "p.m:a@small": {"lfbo": _rec(100, 400, 1.0, lf_a),
                         "seeded": _rec(25, 50, 1.02, {"b": [32]}, vs_lfbo={"lfbo_config": lf_a, "lfbo_ms": 0.98, "ms": 1.0})},
         # pair measured against an older lfbo config: falls back to 2.1 / 2.0
-        "p.m:b@small": {"lfbo": _rec(60, 300, 2.0, lf_b),
+        # lfbo stopped at its 60 s cap (58 s >= 0.95 x 60): flagged, still in the geomeans
+        "p.m:b@small": {"lfbo": _rec(58, 300, 2.0, lf_b, budget={"seconds": 60}),
                         "seeded": _rec(20, 100, 2.1, {"b": [16]}, vs_lfbo={"lfbo_config": {"b": [1]}, "lfbo_ms": 1.0, "ms": 1.0})},
         "p.m:c@small": {"seeded": _rec(10, 10, 1.0, {"b": [8]})},  # no lfbo baseline
         "p.m:d@small": {"lfbo": _rec(50, 200, 1.0, lf_a), "seeded": {"error": "RuntimeError: boom", "source_hash": "h", "spec": "s"}},
@@ -148,9 +149,10 @@ def test_report_geomeans_markdown_and_pngs(tmp_path: Path, capsys: pytest.Captur
     store = _synthetic_store(tmp_path / "store.json")
     (run_summary,) = summary_json(store)["runs"]
     s = run_summary["strategies"]
-    # By hand: time ratios 100/25=4 and 60/20=3; configs 400/50=8 and 300/100=3; latency 1/0.98 and 2.1/2.0.
+    # By hand: time ratios 100/25=4 and 58/20=2.9; configs 400/50=8 and 300/100=3; latency 1/0.98 and 2.1/2.0.
     assert s["seeded"]["cases"] == 2
-    assert s["seeded"]["geomean_time_ratio"] == pytest.approx(math.sqrt(12))
+    assert s["seeded"]["geomean_time_ratio"] == pytest.approx(math.sqrt(4 * 2.9))
+    assert run_summary["lfbo_hit_seconds_cap"] == ["p.m:b@small"]
     assert s["seeded"]["geomean_configs_ratio"] == pytest.approx(math.sqrt(24))
     assert s["seeded"]["geomean_latency_ratio"] == pytest.approx(math.sqrt(1 / 0.98 * 1.05))
     assert s["seeded"]["worst_latency_ratio"] == pytest.approx(1.05)
@@ -171,7 +173,8 @@ def test_report_geomeans_markdown_and_pngs(tmp_path: Path, capsys: pytest.Captur
     md = (out / "README.md").read_text()
     assert md == markdown(store, {run_summary["key"]: {"best latency vs configs explored": [p.name for p in out.glob("trajectory_*.png")],
                                                           "per-case tuning-time ratio": [p.name for p in out.glob("time_ratio_*.png")]}}) + "\n"
-    assert f"| seeded | 2 | {math.sqrt(12):.2f} | {math.sqrt(24):.2f} | {math.sqrt(1 / 0.98 * 1.05):.4f} | 1.0500 |" in md
+    assert f"| seeded | 2 | {math.sqrt(4 * 2.9):.2f} | {math.sqrt(24):.2f} | {math.sqrt(1 / 0.98 * 1.05):.4f} | 1.0500 |" in md
+    assert "`lfbo` stopped at its `seconds` cap" in md and "\n- p.m:b@small\n" in md
     assert "p.m:c@small `seeded`: no matching lfbo baseline" in md and "p.m:d@small `seeded`: failed: RuntimeError: boom" in md
     pngs = sorted(out.glob("*.png"))
     assert [p.name.split("_")[0] for p in pngs] == ["time", "trajectory"]
