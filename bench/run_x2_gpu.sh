@@ -14,6 +14,8 @@
 #   table [s]      : #5's 33-case table: `kiln bench --all -C seconds=900 --strategies lfbo,seeded --gpus 0,1` in the
 #                    background for at most s seconds (default 1500), resuming from the committed
 #                    bench/results/store.json; returns at once
+#   llm-bench [s]  : hybrid and llm through bench/fixed_answer_llm.py (fixed answers from kiln.lock: not an
+#                    LLM) on CASES (default rms_norm and softmax at medium), lfbo baseline from the same store
 #   table-wait [s] : wait up to s seconds (or until the table is done), copy the store to $OUT
 #                    (copy it back to bench/results/store.json and commit: the next session resumes)
 set -u
@@ -75,6 +77,16 @@ table)
     --strategies lfbo,seeded --gpus 0,1 --store $R/store.json > $R/table.log 2>&1; echo rc=\$? >> $R/table.log; touch $R/T.done" \
     </dev/null >/dev/null 2>&1 &
   sleep 5; tail -3 "$R/table.log" ;;
+llm-bench)
+  [ -e "$R/store.json" ] || { [ -e bench/results/store.json ] && cp bench/results/store.json "$R/store.json"; }
+  rm -f "$R/port"; python3 bench/fixed_answer_llm.py --lock kiln.lock --port-file "$R/port" > "$R/fixed_answers.log" 2>&1 &
+  for _ in $(seq 50); do [ -s "$R/port" ] && break; sleep 0.2; done
+  OPENAI_API_KEY=sk-local-fixed-answers timeout -s INT "${1:-550}" python3 -m tuning.cli bench \
+    --cases "${CASES:-model_kernels.rms_norm:rms_norm@medium,model_kernels.softmax:softmax@medium}" \
+    --strategies lfbo,hybrid,llm -C seconds=900 -C llm_model=openai/fixed-answers \
+    -C "llm_api_base=http://127.0.0.1:$(cat "$R/port")/v1" -C "llm_log=$R/llm.log" --gpus 0,1 --store "$R/store.json" \
+    > "$R/llm_bench.log" 2>&1; echo "llm-bench rc=$?"; kill %1 2>/dev/null
+  cp "$R/store.json" "$R/llm_bench.log" "$R/llm.log" "$OUT/" 2>/dev/null; tail -5 "$R/llm_bench.log" ;;
 table-wait)
   deadline=$(( $(date +%s) + ${1:-500} ))
   while [ "$(date +%s)" -lt "$deadline" ] && [ ! -e "$R/T.done" ]; do sleep 10; cp "$R/store.json" "$OUT/" 2>/dev/null; done

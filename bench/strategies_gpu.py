@@ -28,37 +28,9 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from fixed_answer_llm import MODEL, fixed_answer_server  # bench/ is on sys.path when run as a script
+
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def fixed_answer_server(configs: list[dict[str, Any]]) -> tuple[str, Any]:
-    """A loopback OpenAI chat-completions endpoint that always proposes ``configs``."""
-    import http.server
-    import threading
-
-    body = json.dumps({"configs": configs})
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802
-            self.rfile.read(int(self.headers.get("content-length", 0)))
-            doc = {
-                "id": "fixed", "object": "chat.completion", "created": 0, "model": "fixed-answers",
-                "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": body}}],
-                "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
-            }
-            data = json.dumps(doc).encode()
-            self.send_response(200)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, *a: Any) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return f"http://127.0.0.1:{server.server_address[1]}/v1", server
 
 
 def parse_variant(text: str) -> tuple[str, tuple[str, dict[str, str]]]:
@@ -157,7 +129,7 @@ def main() -> None:
                 api_base, server = fixed_answer_server([dict(e.config) for e in others] or [{}])
                 os.environ.setdefault("OPENAI_API_KEY", "sk-local-fixed-answers")
                 context = TuneContext(kernel_id, shape_name, context.seeds,
-                                      LlmSettings(model="openai/fixed-answers", api_base=api_base, timeout_s=30,
+                                      LlmSettings(model=MODEL, api_base=api_base, timeout_s=30,
                                                   log_path=str(out_path.with_suffix(".llm.log"))))
             t0 = time.perf_counter()
             try:

@@ -376,3 +376,60 @@ def test_kiln_bench_gpus_refusals(tinypkg: Path, monkeypatch: pytest.MonkeyPatch
         assert kiln_main([*base, *extra]) == 2
         assert message in capsys.readouterr().err
     assert fake.calls == []
+
+
+# ----------------------------------------------------------------------------- (6) hybrid and llm, labelled honestly
+
+def test_kiln_bench_hybrid_and_llm_through_the_fixed_answer_server(tinypkg: Path) -> None:
+    """Unfaked on kiln's side: litellm, prompts, sanitizer, Helion searches on Pallas interpret, store, report.
+
+    The LLM is bench/fixed_answer_llm.py run as on the GPU machine: it answers
+    with the lock's configs of the kernel the prompt names, and the report must
+    say that these are not an LLM's numbers.
+    """
+    root = Path(__file__).resolve().parents[1]
+    lock = tinypkg / "kiln.lock"
+    lock.write_text((root / "tests" / "fixtures" / "tinypkg_pallas.lock.json").read_text())
+    secret = "sk-test-FIXEDSECRET789"
+    env = clean_env(**PALLAS_INTERPRET, KILN_DEVICE="cpu", OPENAI_API_KEY=secret,
+                    HELION_AUTOTUNE_FINAL_REBENCHMARK_TOP_K="3", HELION_AUTOTUNE_FINAL_REBENCHMARK_TARGET_MS="300")
+    port_file = tinypkg / "port"
+    server = subprocess.Popen([sys.executable, str(root / "bench" / "fixed_answer_llm.py"), "--lock", str(lock),
+                               "--port-file", str(port_file)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(200):
+            if port_file.exists() and port_file.read_text():
+                break
+            time.sleep(0.05)
+        api_base = f"http://127.0.0.1:{port_file.read_text()}/v1"
+        cmd = [sys.executable, "-m", "tuning.cli", "bench", "--cases", "tinypkg.ops:add@small",
+               "--strategies", "lfbo,hybrid,llm", "--lfbo-effort", "quick", "--rounds", "2",
+               "-C", "llm_model=openai/fixed-answers", "-C", f"llm_api_base={api_base}", "-C", "llm_log=llm.log"]
+        run(cmd, tinypkg, env, timeout=600)
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+    store_path = tinypkg / "bench" / "results" / "store.json"
+    doc = json.loads(store_path.read_text())
+    recs = next(iter(doc["runs"].values()))["cases"]["tinypkg.ops:add@small"]["strategies"]
+    assert set(recs) == {"lfbo", "hybrid", "llm"}
+    lock_configs = [e["config"] for e in json.loads(lock.read_text())["entries"]]
+    for name in ("hybrid", "llm"):
+        rec = recs[name]
+        assert "error" not in rec and rec["ms"] > 0 and rec["configs_tested"] >= 1, rec
+        llm = rec["provenance"]["llm"]
+        assert llm["model"] == "openai/fixed-answers" and llm["proposed"] >= 1 and llm["accepted"] >= 1, llm
+        assert "fallback" not in rec["provenance"]
+        assert rec["vs_lfbo"]["lfbo_config"] == recs["lfbo"]["config"]
+    assert recs["llm"]["config"] in lock_configs  # llm alone benchmarks only what the server proposed
+
+    out = tinypkg / "report"
+    assert kiln_main(["bench", "--report", "--store", str(store_path), "--out", str(out)]) == 0
+    md = (out / "README.md").read_text()
+    assert "`hybrid` talked to `openai/fixed-answers` (a local server with fixed answers: **not an LLM's numbers**)" in md
+    assert "`llm` talked to `openai/fixed-answers`" in md
+    s = summary_json(Store.load(store_path))["runs"][0]["strategies"]
+    assert s["hybrid"]["not_an_llm"] == ["openai/fixed-answers"] and s["llm"]["llm_fallbacks"] == 0
+    for text in (store_path.read_text(), md, (tinypkg / "llm.log").read_text()):
+        assert secret not in text  # the key stays in the environment

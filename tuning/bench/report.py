@@ -34,6 +34,10 @@ def _ok(rec: dict[str, Any] | None) -> bool:
     return bool(rec) and not rec.get("error") and rec.get("ms") and rec.get("tuning_seconds") and rec.get("configs_tested")
 
 
+# Model ids of stand-ins that serve fixed answers (bench/fixed_answer_llm.py): the
+# report must never let their numbers pass for an LLM's.
+NOT_AN_LLM = ("openai/fixed-answers",)
+
 # A baseline whose tuning time reached this share of its ``seconds`` budget was
 # stopped by the cap, not by LFBO's own convergence.
 CAP_SHARE = 0.95
@@ -96,7 +100,22 @@ def analyse(run: dict[str, Any]) -> dict[str, Any]:
             "geomean_latency_ratio": geomean(r["latency_ratio"] for r in ratios),
             "worst_latency_ratio": max((r["latency_ratio"] for r in ratios), default=None),
         }
+    for name in summary:
+        summary[name].update(llm_use([row["record"] for row in rows if row["strategy"] == name]))
     return {"rows": rows, "strategies": summary, "excluded": excluded, "lfbo_hit_seconds_cap": capped}
+
+
+def llm_use(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """Which LLM a strategy's records talked to, and how often it fell back to ``seeded``.
+
+    Empty for strategies that never call an LLM.  A fallback case tuned with
+    ``seeded`` instead, so the strategy's ratios there are seeded's.
+    """
+    models = sorted({((r.get("provenance") or {}).get("llm") or {}).get("model") for r in records} - {None})
+    if not models:
+        return {}
+    return {"llm_models": models, "not_an_llm": [m for m in models if m in NOT_AN_LLM],
+            "llm_fallbacks": sum(1 for r in records if (r.get("provenance") or {}).get("fallback"))}
 
 
 def summary_json(store: Store) -> dict[str, Any]:
@@ -139,6 +158,13 @@ def markdown(store: Store, plots: dict[str, list[str]] | None = None) -> str:
             lines.append(f"| {name} | {s['cases']} | {_f(s['geomean_time_ratio'], 2)} | {_f(s['geomean_configs_ratio'], 2)} "
                          f"| {_f(s['geomean_latency_ratio'], 4)} | {_f(s['worst_latency_ratio'], 4)} |")
         lines.append("")
+        for name, s in a["strategies"].items():
+            if s.get("llm_models"):
+                label = "; ".join(f"`{m}`" + (" (a local server with fixed answers: **not an LLM's numbers**)"
+                                               if m in s["not_an_llm"] else "") for m in s["llm_models"])
+                lines.append(f"- `{name}` talked to {label}; {s['llm_fallbacks']} case(s) fell back to `seeded`.")
+        if any(s.get("llm_models") for s in a["strategies"].values()):
+            lines.append("")
         if a["lfbo_hit_seconds_cap"]:
             lines += ["`lfbo` stopped at its `seconds` cap, not at convergence, on these cases (kept in the geomeans; "
                       "their time ratios are lower bounds of full LFBO's and their latency ratios may flatter the strategy):", ""]
