@@ -6,12 +6,13 @@ the search, the store -- on real cases. This server stands where the LLM would.
 Its answers are known-good configs from a lock: for a prompt that names a kernel
 of the lock, the configs the lock holds for that kernel (every shape; the
 sanitizer drops what does not fit the shape asked about); for any other prompt,
-an empty list. Every number it produces is labelled ``fixed-answers``, and
+an empty list. The benchmarked cases' own entries are left out (``--exclude``),
+so it knows what a lock of the kernel's other shapes knows, as ``seeded`` does. Every number it produces is labelled ``fixed-answers``, and
 ``kiln bench --report`` says that it is not an LLM's.
 
 Standalone, for ``kiln bench`` (``bench/run_x2_gpu.sh llm-bench``)::
 
-    python bench/fixed_answer_llm.py --lock kiln.lock --port-file /tmp/port &
+    python bench/fixed_answer_llm.py --lock kiln.lock --exclude CASE,... --port-file /tmp/port &
     OPENAI_API_KEY=sk-local-fixed-answers kiln bench --strategies lfbo,hybrid,llm \\
         -C llm_model=openai/fixed-answers -C llm_api_base=http://127.0.0.1:$(cat /tmp/port)/v1
 """
@@ -39,10 +40,16 @@ def completion(content: str) -> bytes:
     return json.dumps(doc).encode()
 
 
-def lock_answers(lock_path: Path) -> Callable[[str], list[dict[str, Any]]]:
-    """prompt -> the lock's configs of the kernel the prompt names (longest kernel name first)."""
+def lock_answers(lock_path: Path, exclude: frozenset[str] = frozenset()) -> Callable[[str], list[dict[str, Any]]]:
+    """prompt -> the lock's configs of the kernel the prompt names (longest kernel name first).
+
+    ``exclude`` holds ``kernel_id@shape_name`` labels whose own entries must not be
+    served: the cases being benchmarked, so the stand-in cannot hand back the answer.
+    """
     by_kernel: dict[str, list[dict[str, Any]]] = {}
     for e in json.loads(lock_path.read_text())["entries"]:
+        if f"{e['kernel']}@{e.get('shape_name')}" in exclude:
+            continue
         by_kernel.setdefault(e["kernel"], [])
         if e["config"] not in by_kernel[e["kernel"]]:
             by_kernel[e["kernel"]].append(e["config"])
@@ -87,10 +94,13 @@ def fixed_answer_server(configs: list[dict[str, Any]]) -> tuple[str, http.server
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--lock", required=True, type=Path, help="answers come from this lock's configs")
+    ap.add_argument("--exclude", default="", help="comma list of kernel_id@shape_name whose own entries are not served "
+                    "(the cases being benchmarked)")
     ap.add_argument("--port", type=int, default=0, help="0: any free port")
     ap.add_argument("--port-file", type=Path, help="write the chosen port here once listening")
     opts = ap.parse_args()
-    api_base, server = serve(lock_answers(opts.lock), opts.port)
+    exclude = frozenset(c.strip() for c in opts.exclude.split(",") if c.strip())
+    api_base, server = serve(lock_answers(opts.lock, exclude), opts.port)
     if opts.port_file:
         opts.port_file.write_text(str(server.server_address[1]))
     print(f"fixed answers from {opts.lock} at {api_base} (model id {MODEL}; not an LLM)", flush=True)

@@ -79,10 +79,11 @@ table)
   sleep 5; tail -3 "$R/table.log" ;;
 llm-bench)
   [ -e "$R/store.json" ] || { [ -e bench/results/store.json ] && cp bench/results/store.json "$R/store.json"; }
-  rm -f "$R/port"; python3 bench/fixed_answer_llm.py --lock kiln.lock --port-file "$R/port" > "$R/fixed_answers.log" 2>&1 &
+  cases=${CASES:-model_kernels.rms_norm:rms_norm@medium,model_kernels.softmax:softmax@medium}
+  rm -f "$R/port"; python3 bench/fixed_answer_llm.py --lock kiln.lock --exclude "$cases" --port-file "$R/port" > "$R/fixed_answers.log" 2>&1 &
   for _ in $(seq 50); do [ -s "$R/port" ] && break; sleep 0.2; done
   OPENAI_API_KEY=sk-local-fixed-answers timeout -s INT "${1:-550}" python3 -m tuning.cli bench \
-    --cases "${CASES:-model_kernels.rms_norm:rms_norm@medium,model_kernels.softmax:softmax@medium}" \
+    --cases "$cases" \
     --strategies lfbo,hybrid,llm -C seconds=900 -C llm_model=openai/fixed-answers \
     -C "llm_api_base=http://127.0.0.1:$(cat "$R/port")/v1" -C "llm_log=$R/llm.log" --gpus 0,1 --store "$R/store.json" \
     > "$R/llm_bench.log" 2>&1; echo "llm-bench rc=$?"; kill %1 2>/dev/null

@@ -422,7 +422,10 @@ def test_kiln_bench_hybrid_and_llm_through_the_fixed_answer_server(tinypkg: Path
         assert llm["model"] == "openai/fixed-answers" and llm["proposed"] >= 1 and llm["accepted"] >= 1, llm
         assert "fallback" not in rec["provenance"]
         assert rec["vs_lfbo"]["lfbo_config"] == recs["lfbo"]["config"]
-    assert recs["llm"]["config"] in lock_configs  # llm alone benchmarks only what the server proposed
+    # Served whole (tinypkg's other shape, "wide", has a config outside small's space, which the sanitizer
+    # drops): llm alone benchmarks only what was proposed and kept.
+    assert recs["llm"]["config"] in lock_configs
+    assert recs["llm"]["provenance"]["llm"]["dropped"] == {"outside_space": 1}
 
     out = tinypkg / "report"
     assert kiln_main(["bench", "--report", "--store", str(store_path), "--out", str(out)]) == 0
@@ -433,3 +436,21 @@ def test_kiln_bench_hybrid_and_llm_through_the_fixed_answer_server(tinypkg: Path
     assert s["hybrid"]["not_an_llm"] == ["openai/fixed-answers"] and s["llm"]["llm_fallbacks"] == 0
     for text in (store_path.read_text(), md, (tinypkg / "llm.log").read_text()):
         assert secret not in text  # the key stays in the environment
+
+
+def test_fixed_answers_name_the_kernel_and_never_serve_an_excluded_case(tmp_path: Path) -> None:
+    from bench.fixed_answer_llm import lock_answers
+
+    def entry(kernel: str, shape: str, block: int) -> dict[str, Any]:
+        return {"kernel": kernel, "shape_name": shape, "config": {"block_sizes": [block]}}
+
+    lock = tmp_path / "kiln.lock"
+    lock.write_text(json.dumps({"format": 1, "entries": [
+        entry("pkg.m:rms_norm", "small", 1), entry("pkg.m:rms_norm", "medium", 3), entry("pkg.m:rms_norm", "large", 2),
+        entry("pkg.m:rms_norm", "huge", 2), entry("pkg.m:norm", "small", 9)]}))
+    answer = lock_answers(lock, frozenset({"pkg.m:rms_norm@medium"}))
+    # The benchmarked case's own entry is not served; duplicates collapse; the longest matching name wins.
+    assert answer("tune pkg.m:rms_norm for bf16[8192,4096]") == [{"block_sizes": [1]}, {"block_sizes": [2]}]
+    assert answer("def rms_norm(x, w, eps):") == [{"block_sizes": [1]}, {"block_sizes": [2]}]
+    assert answer("def norm(x):") == [{"block_sizes": [9]}]
+    assert answer("some other kernel") == []
