@@ -176,58 +176,14 @@ def reference(kernel_name: str, mod: Any, args: tuple) -> Any:
 
 
 def torch_baseline(kernel_name: str, mod: Any, args: tuple) -> tuple[Callable[[], Any], str]:
-    """A PyTorch eager implementation to time against (prepared outside the timed call)."""
-    import torch
-    import torch.nn.functional as F
+    """The PyTorch implementation to time against: the module's ``<kernel>_baseline`` (cuBLAS,
+    SDPA, fused torch ops; prepared outside the timed call), else its fp32 ``<kernel>_ref``.
 
-    if kernel_name in ("matmul", "matmul_split_k"):
-        x, y = args
-        return (lambda: torch.matmul(x, y)), "torch.matmul (cuBLAS)"
-    if kernel_name == "grouped_gemm":
-        a, b, offsets = args
-        if hasattr(torch, "_grouped_mm"):
-            ends = offsets[1:].to(torch.int32).contiguous()
-            try:
-                got = torch._grouped_mm(a, b, offs=ends)
-                want = mod.grouped_gemm_ref(a, b, offsets)
-                if torch.allclose(got.float(), want.float(), atol=5e-2, rtol=5e-2):
-                    return (lambda: torch._grouped_mm(a, b, offs=ends)), "torch._grouped_mm"
-                log.warning("torch._grouped_mm disagrees with the reference; using a loop")
-            except Exception as e:  # noqa: BLE001
-                log.warning("torch._grouped_mm unavailable here (%s); using a loop", e)
-        bounds = offsets.tolist()
-
-        def loop() -> Any:
-            out = torch.empty(a.size(0), b.size(2), dtype=a.dtype, device=a.device)
-            for g in range(b.size(0)):
-                lo, hi = bounds[g], bounds[g + 1]
-                if hi > lo:
-                    torch.mm(a[lo:hi], b[g], out=out[lo:hi])
-            return out
-
-        return loop, "per-group torch.mm loop (cuBLAS)"
-    if kernel_name in ("attention", "attention_causal"):
-        q, k, v = args
-        causal = kernel_name == "attention_causal"
-        return (
-            lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal)
-        ), "F.scaled_dot_product_attention bf16 (flash)"
-    if kernel_name == "fp8_attention":
-        q, k, v_t = args
-        qb, kb = q.to(torch.bfloat16), k.to(torch.bfloat16)
-        vb = v_t.transpose(-2, -1).contiguous().to(torch.bfloat16)
-        return (
-            lambda: F.scaled_dot_product_attention(qb, kb, vb)
-        ), "F.scaled_dot_product_attention on bf16 copies (torch has no fp8 SDPA; casts not timed)"
-    if kernel_name == "softmax":
-        (x,) = args
-        return (lambda: torch.softmax(x, dim=-1)), "torch.softmax"
-    if kernel_name == "rms_norm":
-        x, w, eps = args
-        return (lambda: F.rms_norm(x, (x.size(-1),), w, eps)), "F.rms_norm"
-    if kernel_name == "swiglu":
-        g, u = args
-        return (lambda: F.silu(g) * u), "F.silu(gate) * up (eager, 2 kernels)"
+    One definition, in model_kernels, shared with ``kiln bench``'s fresh measuring process.
+    """
+    baseline = getattr(mod, f"{kernel_name}_baseline", None)
+    if baseline is not None:
+        return baseline(*args)
     ref = getattr(mod, f"{kernel_name}_ref")
     return (lambda: ref(*args)), f"{kernel_name}_ref (eager PyTorch, fp32)"
 

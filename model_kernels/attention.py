@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import math
 
+from collections.abc import Callable
+
 import torch
 
 import helion
@@ -118,3 +120,27 @@ def attention_ref(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Te
 def attention_causal_ref(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     """Causal attention in plain PyTorch (fp32 compute, output in ``q.dtype``)."""
     return _sdpa_fp32(q, k, v, causal=True)
+
+
+def attention_baseline(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> tuple[Callable[[], torch.Tensor], str]:
+    """What PyTorch runs for this in a model, at the input dtype, for timing beside Helion.
+
+    Returns ``(call, description)``; ``call`` takes no arguments, anything it
+    needs is prepared here, outside the timed call. The ``_ref`` function is the
+    accuracy reference (fp32 compute), too slow to stand for PyTorch's speed.
+    """
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+    return (lambda: sdpa(q, k, v)), "F.scaled_dot_product_attention (flash on CUDA)"
+
+
+def attention_causal_baseline(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor
+) -> tuple[Callable[[], torch.Tensor], str]:
+    """What PyTorch runs for this in a model, at the input dtype, for timing beside Helion.
+
+    Returns ``(call, description)``; ``call`` takes no arguments, anything it
+    needs is prepared here, outside the timed call. The ``_ref`` function is the
+    accuracy reference (fp32 compute), too slow to stand for PyTorch's speed.
+    """
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+    return (lambda: sdpa(q, k, v, is_causal=True)), "F.scaled_dot_product_attention causal (flash on CUDA)"

@@ -7,6 +7,8 @@ computation after token routing/permutation.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 
 import helion
@@ -60,6 +62,42 @@ def grouped_gemm_ref(a: torch.Tensor, b: torch.Tensor, offsets: torch.Tensor) ->
         if hi > lo:
             out[lo:hi] = (a[lo:hi].float() @ b[g].float()).to(a.dtype)
     return out
+
+
+def grouped_gemm_baseline(
+    a: torch.Tensor, b: torch.Tensor, offsets: torch.Tensor
+) -> tuple[Callable[[], torch.Tensor], str]:
+    """What PyTorch runs for this in a model, at the input dtype, for timing beside Helion.
+
+    Returns ``(call, description)``; ``call`` takes no arguments, anything it
+    needs is prepared here, outside the timed call. The ``_ref`` function is the
+    accuracy reference (fp32 compute), too slow to stand for PyTorch's speed.
+
+    ``torch._grouped_mm`` (one fused call, what MoE layers use) where this torch
+    has it and it agrees with the reference here; else a per-group ``torch.mm``
+    loop, and the description says why.
+    """
+    ends = offsets[1:].to(torch.int32).contiguous()
+    why = "torch._grouped_mm missing in this torch"
+    if hasattr(torch, "_grouped_mm"):
+        try:
+            got = torch._grouped_mm(a, b, offs=ends)
+            if torch.allclose(got.float(), grouped_gemm_ref(a, b, offsets).float(), atol=5e-2, rtol=5e-2):
+                return (lambda: torch._grouped_mm(a, b, offs=ends)), "torch._grouped_mm"
+            why = "torch._grouped_mm disagrees with the reference"
+        except (RuntimeError, NotImplementedError) as e:  # e.g. no kernel for this device or dtype
+            why = f"torch._grouped_mm unavailable here ({type(e).__name__})"
+    bounds = offsets.tolist()
+
+    def loop() -> torch.Tensor:
+        out = torch.empty(a.size(0), b.size(2), dtype=a.dtype, device=a.device)
+        for g in range(b.size(0)):
+            lo, hi = bounds[g], bounds[g + 1]
+            if hi > lo:
+                torch.mm(a[lo:hi], b[g], out=out[lo:hi])
+        return out
+
+    return loop, f"per-group torch.mm loop (cuBLAS; {why})"
 
 
 def make_inputs(

@@ -8,6 +8,8 @@ with atomic adds.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 
 import helion
@@ -48,3 +50,13 @@ def matmul_split_k(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 def matmul_split_k_ref(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """Same math in PyTorch (fp32 compute, output in ``x.dtype``)."""
     return (x.float() @ y.float()).to(x.dtype)
+
+
+def matmul_split_k_baseline(x: torch.Tensor, y: torch.Tensor) -> tuple[Callable[[], torch.Tensor], str]:
+    """What PyTorch runs for this in a model, at the input dtype, for timing beside Helion.
+
+    Returns ``(call, description)``; ``call`` takes no arguments, anything it
+    needs is prepared here, outside the timed call. The ``_ref`` function is the
+    accuracy reference (fp32 compute), too slow to stand for PyTorch's speed.
+    """
+    return (lambda: torch.matmul(x, y)), "torch.matmul (cuBLAS)"

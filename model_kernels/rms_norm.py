@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 
 import helion
@@ -37,3 +39,14 @@ def rms_norm_ref(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Ten
     xf = x.float()
     normed = xf * torch.rsqrt(xf.pow(2).mean(dim=-1, keepdim=True) + eps)
     return (normed * weight.float()).to(x.dtype)
+
+
+def rms_norm_baseline(x: torch.Tensor, weight: torch.Tensor, eps: float) -> tuple[Callable[[], torch.Tensor], str]:
+    """What PyTorch runs for this in a model, at the input dtype, for timing beside Helion.
+
+    Returns ``(call, description)``; ``call`` takes no arguments, anything it
+    needs is prepared here, outside the timed call. The ``_ref`` function is the
+    accuracy reference (fp32 compute), too slow to stand for PyTorch's speed.
+    """
+    shape = (x.size(-1),)
+    return (lambda: torch.nn.functional.rms_norm(x, shape, weight, eps)), "F.rms_norm"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 
 import helion
@@ -32,3 +34,13 @@ def softmax(x: torch.Tensor) -> torch.Tensor:
 def softmax_ref(x: torch.Tensor) -> torch.Tensor:
     """Same math in PyTorch (fp32 compute, output in ``x.dtype``)."""
     return torch.softmax(x.float(), dim=-1).to(x.dtype)
+
+
+def softmax_baseline(x: torch.Tensor) -> tuple[Callable[[], torch.Tensor], str]:
+    """What PyTorch runs for this in a model, at the input dtype, for timing beside Helion.
+
+    Returns ``(call, description)``; ``call`` takes no arguments, anything it
+    needs is prepared here, outside the timed call. The ``_ref`` function is the
+    accuracy reference (fp32 compute), too slow to stand for PyTorch's speed.
+    """
+    return (lambda: torch.softmax(x, dim=-1)), "torch.softmax"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 
 import helion
@@ -32,3 +34,13 @@ def swiglu(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
 def swiglu_ref(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
     """Same math in PyTorch (fp32 compute, output in ``gate.dtype``)."""
     return (torch.nn.functional.silu(gate.float()) * up.float()).to(gate.dtype)
+
+
+def swiglu_baseline(gate: torch.Tensor, up: torch.Tensor) -> tuple[Callable[[], torch.Tensor], str]:
+    """What PyTorch runs for this in a model, at the input dtype, for timing beside Helion.
+
+    Returns ``(call, description)``; ``call`` takes no arguments, anything it
+    needs is prepared here, outside the timed call. The ``_ref`` function is the
+    accuracy reference (fp32 compute), too slow to stand for PyTorch's speed.
+    """
+    return (lambda: torch.nn.functional.silu(gate) * up), "F.silu(gate) * up (eager, 2 kernels)"

@@ -331,3 +331,26 @@ def test_fp8_tolerance_matches_e4m3_rounding_of_p() -> None:
     scaled = (_exact_attention(q, k, v, causal=False) * 1.1).to(torch.bfloat16)
     wrong = compare(scaled, ref, "fp8_attention")["outputs"][0]
     assert wrong["max_err_over_allowed"] <= 1.0 and not wrong["ok"]  # only the rms bound catches it
+
+
+_BASELINED = [c for c in CASES if hasattr(_module(c[0]), f"{c[1]}_baseline")]
+
+
+@pytest.mark.parametrize("case", _BASELINED, ids=[_case_id(c) for c in _BASELINED])
+def test_pytorch_baseline_computes_the_same_thing(case: tuple) -> None:
+    """What ``kiln bench`` and the GPU script time as "PyTorch" must be the same math as the kernel.
+
+    (Kernels without a ``_baseline`` -- rope, mamba2_chunk_scan, gdn_fwd_h -- are timed
+    against their fp32 ``_ref``, and the report says so.)
+    """
+    family, name, build, _ = case
+    mod = _module(family)
+    args = build()
+    call, description = getattr(mod, f"{name}_baseline")(*args)
+    assert description and isinstance(description, str)
+    _compare(call(), getattr(mod, f"{name}_ref")(*args), name)
+
+
+def test_the_three_without_a_baseline_are_the_documented_ones() -> None:
+    missing = sorted({c[1] for c in CASES} - {c[1] for c in _BASELINED})
+    assert missing == ["gdn_fwd_h", "mamba2_chunk_scan", "rope"]

@@ -191,6 +191,10 @@ def markdown(store: Store, plots: dict[str, list[str]] | None = None) -> str:
                          f"| {_f(q.get('time_ratio'), 3)} | {_f(q.get('configs_ratio'), 3)} | {lat_s} |")
         lines += ["", "`*`: latency ratio from two separate fresh processes (no same-process pair with the current lfbo config).",
                   "Roofline: max(bytes / copy bandwidth, FLOPs / bf16 rate) / measured time; bytes = inputs + outputs.", ""]
+        kinds = sorted({(row["case"].partition("@")[0], row["record"].get("ref_kind")) for row in a["rows"]
+                        if row["record"].get("ref_kind")})
+        if kinds:
+            lines += ["torch ref ms is, per kernel:", ""] + [f"- {k}: {kind}" for k, kind in kinds] + [""]
         for title, files in (plots or {}).get(key, {}).items():
             lines += [f"![{title}]({f})" for f in files] + [""]
     return "\n".join(lines)

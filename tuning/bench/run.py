@@ -163,8 +163,13 @@ def _measure_main(request_path: Path, result_path: Path) -> int:
         output = fns[first](*args)
         result["work"] = work(req["kernel_id"], args, output)
         del output
-        if ref is not None:
+        baseline = getattr(module, f"{ref_name[:-len('_ref')]}_baseline", None)
+        if baseline is not None:  # what PyTorch runs in a model (cuBLAS, SDPA, ...), prepared untimed
+            call, result["ref_kind"] = baseline(*args)
+            fns["__ref__"] = lambda *_: call()
+        elif ref is not None:
             fns["__ref__"] = ref
+            result["ref_kind"] = f"{ref_name} (the accuracy reference; no {ref_name[:-len('_ref')]}_baseline)"
         else:
             result["ref_reason"] = f"no {ref_name} in {module.__name__}"
         samples: dict[str, list[float]] = {n: [] for n in fns}
@@ -361,7 +366,7 @@ def _run_one(store: Store, run: dict[str, Any], case: Any, name: str, budget: An
                       roofline=fraction(None, None, peaks))
     else:
         record.update(ms=m["ms"][name], timer=m["timers"].get(name), measure_rounds=m["rounds"], measure_pid=m["pid"],
-                      ref_ms=m["ref_ms"], ref_reason=m.get("ref_reason"), roofline=fraction(m["work"], m["ms"][name], peaks))
+                      ref_ms=m["ref_ms"], ref_kind=m.get("ref_kind"), ref_reason=m.get("ref_reason"), roofline=fraction(m["work"], m["ms"][name], peaks))
         if BASELINE in configs and name != BASELINE:
             record["vs_lfbo"] = {"lfbo_config": configs[BASELINE], "lfbo_ms": m["ms"][BASELINE], "ms": m["ms"][name],
                                  "note": "both re-measured interleaved in one fresh process"}
