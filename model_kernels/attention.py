@@ -123,12 +123,7 @@ def attention_causal_ref(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> t
 
 
 def attention_baseline(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> tuple[Callable[[], torch.Tensor], str]:
-    """What PyTorch runs for this in a model, at the input dtype, for timing beside Helion.
-
-    Returns ``(call, description)``; ``call`` takes no arguments, anything it
-    needs is prepared here, outside the timed call. The ``_ref`` function is the
-    accuracy reference (fp32 compute), too slow to stand for PyTorch's speed.
-    """
+    """PyTorch's SDPA at the input dtype (flash on CUDA)."""
     sdpa = torch.nn.functional.scaled_dot_product_attention
     return (lambda: sdpa(q, k, v)), "F.scaled_dot_product_attention (flash on CUDA)"
 
@@ -136,11 +131,6 @@ def attention_baseline(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> tup
 def attention_causal_baseline(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor
 ) -> tuple[Callable[[], torch.Tensor], str]:
-    """What PyTorch runs for this in a model, at the input dtype, for timing beside Helion.
-
-    Returns ``(call, description)``; ``call`` takes no arguments, anything it
-    needs is prepared here, outside the timed call. The ``_ref`` function is the
-    accuracy reference (fp32 compute), too slow to stand for PyTorch's speed.
-    """
+    """PyTorch's causal SDPA at the input dtype (flash on CUDA)."""
     sdpa = torch.nn.functional.scaled_dot_product_attention
     return (lambda: sdpa(q, k, v, is_causal=True)), "F.scaled_dot_product_attention causal (flash on CUDA)"

@@ -75,15 +75,7 @@ def fp8_attention_ref(q: torch.Tensor, k: torch.Tensor, v_t: torch.Tensor) -> to
 def fp8_attention_baseline(
     q: torch.Tensor, k: torch.Tensor, v_t: torch.Tensor
 ) -> tuple[Callable[[], torch.Tensor], str]:
-    """What PyTorch runs for this in a model, at the input dtype, for timing beside Helion.
-
-    Returns ``(call, description)``; ``call`` takes no arguments, anything it
-    needs is prepared here, outside the timed call. The ``_ref`` function is the
-    accuracy reference (fp32 compute), too slow to stand for PyTorch's speed.
-
-    PyTorch has no fp8 attention, so this is bf16 SDPA on upcast copies made here
-    (the casts are not timed): what a model without an fp8 kernel would run.
-    """
+    """PyTorch has no fp8 attention: bf16 SDPA on copies upcast here, untimed."""
     qb, kb = q.to(torch.bfloat16), k.to(torch.bfloat16)
     vb = v_t.transpose(-2, -1).contiguous().to(torch.bfloat16)
     sdpa = torch.nn.functional.scaled_dot_product_attention

@@ -67,16 +67,8 @@ def grouped_gemm_ref(a: torch.Tensor, b: torch.Tensor, offsets: torch.Tensor) ->
 def grouped_gemm_baseline(
     a: torch.Tensor, b: torch.Tensor, offsets: torch.Tensor
 ) -> tuple[Callable[[], torch.Tensor], str]:
-    """What PyTorch runs for this in a model, at the input dtype, for timing beside Helion.
-
-    Returns ``(call, description)``; ``call`` takes no arguments, anything it
-    needs is prepared here, outside the timed call. The ``_ref`` function is the
-    accuracy reference (fp32 compute), too slow to stand for PyTorch's speed.
-
-    ``torch._grouped_mm`` (one fused call, what MoE layers use) where this torch
-    has it and it agrees with the reference here; else a per-group ``torch.mm``
-    loop, and the description says why.
-    """
+    """``torch._grouped_mm`` (what MoE layers call) where it works here, else a per-group
+    ``torch.mm`` loop; the description says which, and why."""
     ends = offsets[1:].to(torch.int32).contiguous()
     why = "torch._grouped_mm missing in this torch"
     if hasattr(torch, "_grouped_mm"):

@@ -53,10 +53,5 @@ def matmul_split_k_ref(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 
 
 def matmul_split_k_baseline(x: torch.Tensor, y: torch.Tensor) -> tuple[Callable[[], torch.Tensor], str]:
-    """What PyTorch runs for this in a model, at the input dtype, for timing beside Helion.
-
-    Returns ``(call, description)``; ``call`` takes no arguments, anything it
-    needs is prepared here, outside the timed call. The ``_ref`` function is the
-    accuracy reference (fp32 compute), too slow to stand for PyTorch's speed.
-    """
+    """PyTorch's GEMM at the input dtype (cuBLAS picks its own split-K): the speed to beat."""
     return (lambda: torch.matmul(x, y)), "torch.matmul (cuBLAS)"

@@ -42,11 +42,6 @@ def rms_norm_ref(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Ten
 
 
 def rms_norm_baseline(x: torch.Tensor, weight: torch.Tensor, eps: float) -> tuple[Callable[[], torch.Tensor], str]:
-    """What PyTorch runs for this in a model, at the input dtype, for timing beside Helion.
-
-    Returns ``(call, description)``; ``call`` takes no arguments, anything it
-    needs is prepared here, outside the timed call. The ``_ref`` function is the
-    accuracy reference (fp32 compute), too slow to stand for PyTorch's speed.
-    """
+    """PyTorch's fused RMSNorm at the input dtype."""
     shape = (x.size(-1),)
     return (lambda: torch.nn.functional.rms_norm(x, shape, weight, eps)), "F.rms_norm"

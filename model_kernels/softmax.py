@@ -37,10 +37,5 @@ def softmax_ref(x: torch.Tensor) -> torch.Tensor:
 
 
 def softmax_baseline(x: torch.Tensor) -> tuple[Callable[[], torch.Tensor], str]:
-    """What PyTorch runs for this in a model, at the input dtype, for timing beside Helion.
-
-    Returns ``(call, description)``; ``call`` takes no arguments, anything it
-    needs is prepared here, outside the timed call. The ``_ref`` function is the
-    accuracy reference (fp32 compute), too slow to stand for PyTorch's speed.
-    """
+    """PyTorch's fused softmax at the input dtype."""
     return (lambda: torch.softmax(x, dim=-1)), "torch.softmax"

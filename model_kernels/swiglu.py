@@ -37,10 +37,5 @@ def swiglu_ref(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
 
 
 def swiglu_baseline(gate: torch.Tensor, up: torch.Tensor) -> tuple[Callable[[], torch.Tensor], str]:
-    """What PyTorch runs for this in a model, at the input dtype, for timing beside Helion.
-
-    Returns ``(call, description)``; ``call`` takes no arguments, anything it
-    needs is prepared here, outside the timed call. The ``_ref`` function is the
-    accuracy reference (fp32 compute), too slow to stand for PyTorch's speed.
-    """
+    """What an eager model runs: two kernels (SiLU, then the product)."""
     return (lambda: torch.nn.functional.silu(gate) * up), "F.silu(gate) * up (eager, 2 kernels)"
