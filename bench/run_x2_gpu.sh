@@ -11,9 +11,9 @@
 #   verify  : only the merged-lock wheel check
 #   launch  : only start A and B (JOB_A/JOB_B) and return; wait [s] : wait for them, then pack
 #   scaling : local executor, same cases on 1 GPU then 2 (needs both GPUs to itself)
-#   table [s]      : #5's 33-case table: `kiln bench --all -C seconds=900 --strategies lfbo,seeded --gpus 0,1` in the
-#                    background for at most s seconds (default 1500), resuming from the committed
-#                    bench/results/store.json; returns at once
+#   table [s]      : #5's 33-case table: `kiln bench --all -C seconds=900 --strategies lfbo,seeded`, shard 0/2 as
+#                    job A on GPU0 and 1/2 as job B on GPU1, for at most s seconds (default 1500), resuming
+#                    from the committed bench/results/store.json; PRE_A/PRE_B run first; returns at once
 #   llm-bench [s]  : hybrid and llm through bench/fixed_answer_llm.py (fixed answers from kiln.lock: not an
 #                    LLM) on CASES (default rms_norm and softmax at medium), lfbo baseline from the same store
 #   table-wait [s] : wait up to s seconds (or until the table is done), copy the store to $OUT
@@ -71,12 +71,14 @@ verify|collect)
   [ "$phase" = verify ] && exit 0
   wait_jobs "${1:-500}"; echo "jobs done: $?"; for f in "$R"/*.log; do tail -n 3 "$f"; done; pack ;;
 table)
-  [ -e bench/results/store.json ] && cp bench/results/store.json "$R/store.json"
-  rm -f "$R/T.done"
-  setsid bash -c "timeout -s INT ${1:-1500} python3 -m tuning.cli bench --all -C seconds=900 \
-    --strategies lfbo,seeded --gpus 0,1 --store $R/store.json > $R/table.log 2>&1; echo rc=\$? >> $R/table.log; touch $R/T.done" \
-    </dev/null >/dev/null 2>&1 &
-  sleep 5; tail -3 "$R/table.log" ;;
+  # Shards 0/2 and 1/2 as jobs A and B (GPU0 / GPU1, 16 cores each), one shared store under its file
+  # lock; PRE_A / PRE_B run first on their GPU (e.g. the model_kernels LFBO-quick rows still missing).
+  [ -e "$R/store.json" ] || { [ -e bench/results/store.json ] && cp bench/results/store.json "$R/store.json"; }
+  bench="python3 -m tuning.cli bench --all -C seconds=900 --strategies lfbo,seeded --store $R/store.json"
+  export JOB_TIMEOUT=${1:-1500}
+  export JOB_A="${PRE_A:+$PRE_A; }$bench --shard 0/2 > $R/table0.log 2>&1"
+  export JOB_B="${PRE_B:+$PRE_B; }$bench --shard 1/2 > $R/table1.log 2>&1"
+  bash bench/run_x2_gpu.sh launch ;;
 llm-bench)
   [ -e "$R/store.json" ] || { [ -e bench/results/store.json ] && cp bench/results/store.json "$R/store.json"; }
   cases=${CASES:-model_kernels.rms_norm:rms_norm@medium,model_kernels.softmax:softmax@medium}
@@ -90,8 +92,10 @@ llm-bench)
   cp "$R/store.json" "$R/llm_bench.log" "$R/llm.log" "$OUT/" 2>/dev/null; tail -5 "$R/llm_bench.log" ;;
 table-wait)
   deadline=$(( $(date +%s) + ${1:-500} ))
-  while [ "$(date +%s)" -lt "$deadline" ] && [ ! -e "$R/T.done" ]; do sleep 10; cp "$R/store.json" "$OUT/" 2>/dev/null; done
-  cp "$R/store.json" "$R/table.log" "$OUT/" 2>/dev/null; grep -E "^\[gpu|rc=" "$R/table.log" | tail -20 ;;
+  while [ "$(date +%s)" -lt "$deadline" ] && ! { [ -e "$R/A.done" ] && [ -e "$R/B.done" ]; }; do
+    sleep 10; cp "$R/store.json" "$OUT/" 2>/dev/null
+  done
+  cp "$R/store.json" "$OUT/" 2>/dev/null; grep -hE "^kiln bench: (done|FAILED)" "$R"/table?.log | tail -20; pack ;;
 scaling)
   pkill -f strategies_gpu.py; pkill -f model_kernels_gpu.py; pkill -f attention_accuracy_gpu.py
   timeout "${1:-500}" python3 bench/executor_scaling_gpu.py --out "$R/executor_scaling_gpu.json" "${@:2}" > "$R/scaling.log" 2>&1
