@@ -153,7 +153,8 @@ def _measure_main(request_path: Path, result_path: Path) -> int:
     with importable(project):
         kernel = resolve_kernel(req["kernel_id"])
         module = sys.modules[req["kernel_id"].partition(":")[0]]
-        ref_name = f"{req['kernel_id'].rpartition(':')[2].rpartition('.')[2]}_ref"
+        fname = req["kernel_id"].rpartition(":")[2].rpartition(".")[2]
+        ref_name = f"{fname}_ref"
         ref = getattr(module, ref_name, None)
         args = make_inputs(spec, kernel, device)
         bound = kernel.bind(args)
@@ -163,13 +164,13 @@ def _measure_main(request_path: Path, result_path: Path) -> int:
         output = fns[first](*args)
         result["work"] = work(req["kernel_id"], args, output)
         del output
-        baseline = getattr(module, f"{ref_name[:-len('_ref')]}_baseline", None)
+        baseline = getattr(module, f"{fname}_baseline", None)
         if baseline is not None:  # what PyTorch runs in a model (cuBLAS, SDPA, ...), prepared untimed
             call, result["ref_kind"] = baseline(*args)
             fns["__ref__"] = lambda *_: call()
         elif ref is not None:
             fns["__ref__"] = ref
-            result["ref_kind"] = f"{ref_name} (the accuracy reference; no {ref_name[:-len('_ref')]}_baseline)"
+            result["ref_kind"] = f"{ref_name} (the accuracy reference; no {fname}_baseline)"
         else:
             result["ref_reason"] = f"no {ref_name} in {module.__name__}"
         samples: dict[str, list[float]] = {n: [] for n in fns}
