@@ -28,12 +28,17 @@ fi
 export PYTHONPATH=/tmp/site:$PWD
 pack() { tar -C "$R" --exclude='*cache*' -czf "$OUT/res.tgz" . ; ls -la "$R" "$R"/* | head -60; }
 wait_jobs() {  # wait_jobs SECONDS: until both jobs wrote their done marker, or SECONDS pass
+  # Each tick also copies a bench store to $OUT, so a call cut short still brings back every finished case.
   local deadline=$(( $(date +%s) + $1 ))
   while [ "$(date +%s)" -lt "$deadline" ]; do
+    [ -e "$R/store.json" ] && cp "$R/store.json" "$OUT/"
     [ -e "$R/A.done" ] && [ -e "$R/B.done" ] && return 0
     sleep 10
   done
   return 1
+}
+seed_store() {  # resume from the committed store unless this machine already has one
+  [ -e "$R/store.json" ] || { [ -e bench/results/store.json ] && cp bench/results/store.json "$R/store.json"; }
 }
 case "$phase" in
 start)
@@ -73,14 +78,14 @@ verify|collect)
 table)
   # Shards 0/2 and 1/2 as jobs A and B (GPU0 / GPU1, 16 cores each), one shared store under its file
   # lock; PRE_A / PRE_B run first on their GPU (e.g. the model_kernels LFBO-quick rows still missing).
-  [ -e "$R/store.json" ] || { [ -e bench/results/store.json ] && cp bench/results/store.json "$R/store.json"; }
+  seed_store
   bench="python3 -m tuning.cli bench --all -C seconds=900 --strategies lfbo,seeded --store $R/store.json"
   export JOB_TIMEOUT=${1:-1500}
   export JOB_A="${PRE_A:+$PRE_A; }$bench --shard 0/2 > $R/table0.log 2>&1"
   export JOB_B="${PRE_B:+$PRE_B; }$bench --shard 1/2 > $R/table1.log 2>&1"
   bash bench/run_x2_gpu.sh launch ;;
 llm-bench)
-  [ -e "$R/store.json" ] || { [ -e bench/results/store.json ] && cp bench/results/store.json "$R/store.json"; }
+  seed_store
   cases=${CASES:-model_kernels.rms_norm:rms_norm@medium,model_kernels.softmax:softmax@medium}
   rm -f "$R/port"; python3 bench/fixed_answer_llm.py --lock kiln.lock --exclude "$cases" --port-file "$R/port" > "$R/fixed_answers.log" 2>&1 &
   for _ in $(seq 50); do [ -s "$R/port" ] && break; sleep 0.2; done
@@ -91,11 +96,7 @@ llm-bench)
     > "$R/llm_bench.log" 2>&1; echo "llm-bench rc=$?"; kill %1 2>/dev/null
   cp "$R/store.json" "$R/llm_bench.log" "$R/llm.log" "$OUT/" 2>/dev/null; tail -5 "$R/llm_bench.log" ;;
 table-wait)
-  deadline=$(( $(date +%s) + ${1:-500} ))
-  while [ "$(date +%s)" -lt "$deadline" ] && ! { [ -e "$R/A.done" ] && [ -e "$R/B.done" ]; }; do
-    sleep 10; cp "$R/store.json" "$OUT/" 2>/dev/null
-  done
-  cp "$R/store.json" "$OUT/" 2>/dev/null; grep -hE "^kiln bench: (done|FAILED)" "$R"/table?.log | tail -20; pack ;;
+  wait_jobs "${1:-500}"; cp "$R/store.json" "$OUT/" 2>/dev/null; grep -hE "^kiln bench: (done|FAILED)" "$R"/table?.log | tail -20; pack ;;
 scaling)
   pkill -f strategies_gpu.py; pkill -f model_kernels_gpu.py; pkill -f attention_accuracy_gpu.py
   timeout "${1:-500}" python3 bench/executor_scaling_gpu.py --out "$R/executor_scaling_gpu.json" "${@:2}" > "$R/scaling.log" 2>&1

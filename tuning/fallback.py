@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import KilnError
+from .errors import KilnError, first_line
 from .strategies import Budget, TuneContext, TuneOutcome
 
 # Helion's accuracy tolerance when the kernel sets none (benchmark_provider.py, DEFAULT_TOL).
@@ -140,7 +140,7 @@ def best_known(bound_kernel: Any, args: Sequence[object], context: TuneContext, 
             ref.check(bound_kernel.settings, _run(bound_kernel, config, args))
             ms, _ = timer(lambda: bound_kernel(*args), device)
         except Exception as e:  # a known config that no longer works is skipped, not fatal
-            msg = str(e).strip().splitlines()[0][:200] if str(e).strip() else ""
+            msg = first_line(e)[:200]
             failures.append(f"{label}: {type(e).__name__}" + (f": {msg}" if msg else ""))
             continue
         if best is None or ms < best[0]:

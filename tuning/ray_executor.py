@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from . import lock as lockfile
-from .errors import SettingsError
+from .errors import SettingsError, first_line
 from .ledger import Ledger, tune_job
 from .plan import Case, Plan
 from .strategies import Budget, LlmSettings
@@ -114,7 +114,7 @@ def run_ray(
             except RayTaskError as e:  # the tuning code raised: the case's own failure
                 ledger.raised(case, e.cause if isinstance(e.cause, BaseException) else e)
             except RayError as e:  # the worker (or its node) died, and Ray's one retry died too
-                ledger.gave_up(case, f"Ray task died twice ({type(e).__name__}: {_first_line(e)})")
+                ledger.gave_up(case, f"Ray task died twice ({type(e).__name__}: {first_line(e)})")
             else:
                 ledger.tuned(case, entry)
     finally:
@@ -123,8 +123,3 @@ def run_ray(
         if started_here:
             ray.shutdown()
     return ledger.results
-
-
-def _first_line(error: BaseException) -> str:
-    text = str(error).strip()
-    return text.splitlines()[0] if text else ""

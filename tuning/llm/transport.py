@@ -22,6 +22,8 @@ import warnings
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import first_line
+
 # Backoff before retry i (0-based) is BACKOFF_S * 2**i, capped at BACKOFF_CAP_S.
 BACKOFF_S = 1.0
 BACKOFF_CAP_S = 20.0
@@ -90,7 +92,7 @@ def describe_error(exc: BaseException) -> str:
     from .log import redact
 
     code = _status(exc)
-    first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    first = first_line(exc)
     # litellm repeats itself: "litellm.RateLimitError: RateLimitError: OpenAIException - slow down"
     first = re.sub(r"^(litellm\.\w+:\s*)?(" + re.escape(type(exc).__name__) + r":\s*)?", "", first)
     text = f"{type(exc).__name__}" + (f" (HTTP {code})" if code else "") + (f": {first}" if first else "")
