@@ -8,7 +8,11 @@ timeout writes no JSON, but its log still holds the lines it finished
 those are parsed and marked ``"source": "log"`` so a reader can tell measured
 JSON from recovered log lines. Nothing is filled in that the run did not print.
 
-    python bench/collect_model_kernels_gpu.py --machine "..." --out bench/X.json DIR_OR_LOG...
+    python bench/collect_model_kernels_gpu.py --machine "..." --out bench/X.json JSON_OR_LOG...
+
+An earlier collected file may be an input: its rows stay unless a later input measures the
+same kernel again, its machine and notes are kept, and mixed helion/torch/triton versions
+are refused.
 """
 
 from __future__ import annotations
@@ -48,7 +52,11 @@ def from_log(path: Path) -> dict[str, dict[str, Any]]:
 
 
 def from_json(path: Path) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
+    """Kernels of a ``model_kernels_gpu.py`` result, or of an earlier collected file (so a later
+    session adds the rows it was missing and keeps the rest as they were measured)."""
     data = json.loads(path.read_text())
+    if "summary" in data and "kernels" in data:
+        return dict(data["kernels"]), data.get("versions") or {}
     kernels: dict[str, dict[str, Any]] = {}
     for fam in data.get("families", {}).values():
         for k in fam.get("kernels", {}).values():
@@ -91,11 +99,20 @@ def main() -> None:
     opts = ap.parse_args()
     kernels: dict[str, dict[str, Any]] = {}
     versions: dict[str, Any] = {}
+    machines: list[str] = []
+    notes: list[str] = []
     for p in opts.inputs:
         if p.suffix == ".json":
             got, v = from_json(p)
+            if versions and v and v != versions:
+                raise SystemExit(f"{p}: versions {v} differ from the earlier inputs' {versions}; "
+                                 "rows from different stacks do not belong in one table")
             versions = versions or v
-            kernels.update(got)
+            kernels.update(got)  # later inputs replace earlier rows of the same kernel
+            earlier = json.loads(p.read_text())
+            if "summary" in earlier:
+                machines.append(earlier.get("machine", ""))
+                notes.extend(earlier.get("notes", []))
         else:  # a log fills only kernels no JSON reported
             for kid, k in from_log(p).items():
                 kernels.setdefault(kid, k)
@@ -105,7 +122,8 @@ def main() -> None:
         "what": "model_kernels on the GPU: correctness at every declared shape, and at the medium shape "
                 "Helion's default config, LFBO at quick effort and the PyTorch reference, timed interleaved "
                 "in one process (triton.testing.do_bench medians, 3 rounds)",
-        "machine": opts.machine, "versions": versions, "notes": opts.note,
+        "machine": " | then: ".join([*filter(None, machines), opts.machine]),
+        "versions": versions, "notes": [*notes, *opts.note],
         "summary": rows,
         "geomean_tuned_over_torch": round(math.exp(sum(map(math.log, ratios)) / len(ratios)), 3) if ratios else None,
         "kernels": kernels,

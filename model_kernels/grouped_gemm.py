@@ -33,23 +33,33 @@ def grouped_gemm(a: torch.Tensor, b: torch.Tensor, offsets: torch.Tensor) -> tor
     Returns:
         ``[total_rows, N]`` in ``a.dtype``.
     Model role: MoE feed-forward (experts applied to their routed tokens).
+
+    Why the grid is groups x row tiles x column tiles: group sizes live on the
+    device, so the row extent of each group is unknown when the grid is sized.
+    The grid covers every group with ``total_rows`` worth of row tiles; a
+    program whose row tile starts past its group's end returns at once (about
+    ``1 - 1/G`` of them, each a couple of scalar loads), and rows past the end
+    inside the last tile are masked. The first version ran one program per
+    group and looped over the group's tiles inside it: 8 programs on the
+    H200's 132 SMs, so at the medium shape Helion's default config took over
+    30 s per benchmark and LFBO at quick effort could not finish in 420 s
+    (bench/logs/mk_lfbo_quick/grouped_gemm_one_program_per_group.log).
     """
     total_rows, k = a.size()
     groups, k2, n = b.size()
     assert k == k2, f"inner dims differ: {k} vs {k2}"
     out = torch.empty([total_rows, n], dtype=a.dtype, device=a.device)
-    for g in hl.grid(groups):
-        row_begin = offsets[g]
-        row_end = offsets[g + 1]
-        rows = row_end - row_begin
-        if rows != 0:
-            for tile_m, tile_n in hl.tile([rows, n]):
-                acc = hl.zeros([tile_m, tile_n], dtype=torch.float32)
-                for tile_k in hl.tile(k):
-                    acc = hl.dot(
-                        a[row_begin + tile_m.index, tile_k], b[g, tile_k, tile_n], acc=acc
-                    )
-                out[row_begin + tile_m.index, tile_n] = acc.to(out.dtype)
+    for tile_g, tile_m, tile_n in hl.tile([groups, total_rows, n], block_size=[1, None, None]):
+        row_begin = offsets[tile_g.begin]
+        rows = offsets[tile_g.begin + 1] - row_begin
+        if tile_m.begin < rows:
+            row_idx = row_begin + tile_m.index
+            in_group = (tile_m.index < rows)[:, None]
+            acc = hl.zeros([tile_m, tile_n], dtype=torch.float32)
+            for tile_k in hl.tile(k):
+                a_blk = hl.load(a, [row_idx, tile_k], extra_mask=in_group)
+                acc = hl.dot(a_blk, b[tile_g.begin, tile_k, tile_n], acc=acc)
+            hl.store(out, [row_idx, tile_n], acc.to(out.dtype), extra_mask=in_group)
     return out
 
 

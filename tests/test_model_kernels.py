@@ -37,6 +37,7 @@ source on CPU with the default config (compile-time checks, no launch).
 from __future__ import annotations
 
 import importlib
+import itertools
 import math
 import os
 import subprocess
@@ -189,6 +190,38 @@ def test_interpret_matches_reference(monkeypatch: pytest.MonkeyPatch, case: tupl
     out = kernel(*args)
     ref = getattr(mod, f"{name}_ref")(*args)
     _compare(out, ref, name)
+
+
+def _small_tiles(monkeypatch: pytest.MonkeyPatch, size: int) -> None:
+    """Make interpret mode cut every ``hl.tile`` without an explicit size into ``size``-wide
+    tiles (it uses one whole-range tile otherwise), so partial tiles and masks run."""
+    original = hl.tile._ref_fn
+
+    def tiled(begin_or_end, end_or_none=None, block_size=None):  # noqa: ANN001, ANN202
+        dims = begin_or_end if end_or_none is None else end_or_none
+        if isinstance(dims, (list, tuple)):
+            given = block_size if isinstance(block_size, (list, tuple)) else [block_size] * len(dims)
+            block_size = [size if b is None else b for b in given]
+        elif block_size is None:
+            block_size = size
+        return original(begin_or_end, end_or_none, block_size)
+
+    monkeypatch.setattr(hl.tile, "_ref_fn", tiled)
+
+
+def test_grouped_gemm_partial_row_tiles(monkeypatch: pytest.MonkeyPatch) -> None:
+    """grouped_gemm's grid covers ``total_rows`` row tiles per group: tiles past a group's end
+    must write nothing and its last, partial tile must stop at the group's end (8-wide tiles
+    over groups of 2..19 rows and an empty one). Checked to fail with the masks removed."""
+    _small_tiles(monkeypatch, 8)
+    mod = _module("grouped_gemm")
+    kernel = _eager_kernel(monkeypatch, mod.grouped_gemm)
+    sizes = [2, 19, 0, 8, 11]
+    offsets = torch.tensor([0, *itertools.accumulate(sizes)], dtype=torch.int32)
+    a = _randn(sum(sizes), 40)
+    b = _randn(len(sizes), 40, 24, scale=40**-0.5)
+    out = kernel(a, b, offsets)
+    _compare(out, mod.grouped_gemm_ref(a, b, offsets), "grouped_gemm")
 
 
 FAMILIES = [
