@@ -35,14 +35,17 @@ class FakeTune:
 
     def __init__(self) -> None:
         self.calls: list[tuple[str, str]] = []
+        self.seeds: list[tuple[dict[str, Any], ...]] = []  # context.seeds of each call
         self.interrupt_at: int | None = None
 
     def __call__(self, case: Case, name: str, budget: Any, device: str, dev_key: DeviceKey, context: Any) -> Any:
         self.calls.append((f"{case.kernel_id}@{case.spec.name}", name))
+        self.seeds.append(tuple(context.seeds))
         if self.interrupt_at is not None and len(self.calls) == self.interrupt_at:
             raise KeyboardInterrupt  # a run stopped mid-way (Ctrl-C, lost machine)
         lfbo = name == "lfbo"
-        return SimpleNamespace(config={"block_sizes": [64 if lfbo else 32]},
+        config = {"block_sizes": [64]} if lfbo else {"block_sizes": [32], "by": f"{name}@{case.spec.name}"}
+        return SimpleNamespace(config=config,
                                provenance={"configs_tested": 400 if lfbo else 50, "seconds": 100.0 if lfbo else 25.0,
                                            "ms": 1.0, "strategy": name})
 
@@ -260,10 +263,12 @@ def test_select_shard_and_parse_shard() -> None:
     from tuning.bench.run import select_shard
     from tuning.errors import KilnError
 
-    cases = list("abcdefg")
-    assert select_shard(cases, 0, 2) == list("aceg") and select_shard(cases, 1, 2) == list("bdf")
-    assert select_shard(cases, 2, 3) == ["c", "f"]
-    assert sorted(sum((select_shard(cases, k, 3) for k in range(3)), [])) == cases  # disjoint, and all covered
+    # Whole kernels, round-robin over kernels: a kernel's shapes seed each other, so they share a process.
+    cases = [_case(f"p.m:{k}", s) for k in "abcde" for s in ("small", "medium", "large")]
+    kernels = lambda shard: "".join(dict.fromkeys(c.kernel_id[-1] for c in shard))  # noqa: E731
+    assert kernels(select_shard(cases, 0, 2)) == "ace" and kernels(select_shard(cases, 1, 2)) == "bd"
+    assert len(select_shard(cases, 1, 2)) == 6 and kernels(select_shard(cases, 2, 3)) == "c"
+    assert sorted(sum((select_shard(cases, k, 3) for k in range(3)), []), key=cases.index) == cases  # disjoint, all covered
     assert select_shard(cases, 0, 1) == cases
     assert parse_shard("1/2") == (1, 2) and parse_shard(" 0 / 4 ") == (0, 4)
     for bad in ("2/2", "0/0", "1", "a/b", "-1/2", "1-2"):
@@ -273,16 +278,47 @@ def test_select_shard_and_parse_shard() -> None:
 
 def test_run_bench_shard_tunes_only_its_cases_and_reports_only_its_failures(tmp_path: Path) -> None:
     store_path = tmp_path / "store.json"
-    cases = [_case("pkg.m:k", s) for s in ("s0", "s1", "s2", "s3", "s4")]
+    cases = [_case(f"pkg.m:k{i}", "s") for i in range(5)]
     tune = FakeTune()
     opts = BenchOptions(tmp_path, {}, None, ["lfbo", "seeded"], store_path, shard=(1, 2))
     store = run_bench(opts, log=lambda m: None, engine=_fake_engine(cases, tune, []))
-    assert tune.calls == [("pkg.m:k@s1", "lfbo"), ("pkg.m:k@s1", "seeded"), ("pkg.m:k@s3", "lfbo"), ("pkg.m:k@s3", "seeded")]
+    assert tune.calls == [("pkg.m:k1@s", "lfbo"), ("pkg.m:k1@s", "seeded"), ("pkg.m:k3@s", "lfbo"), ("pkg.m:k3@s", "seeded")]
     # Another shard's failure in the shared file is not this shard's failure.
     other = Store.load(store_path)
-    other.put(next(iter(other.doc["runs"].values())), "pkg.m:k", "s0", "lfbo", {"error": "boom"})
+    other.put(next(iter(other.doc["runs"].values())), "pkg.m:k0", "s", "lfbo", {"error": "boom"})
     store = run_bench(opts, log=lambda m: None, engine=_fake_engine(cases, tune, []))
-    assert store.failures() == [] and Store.load(store_path).failures() == [("pkg.m:k@s0", "lfbo")]
+    assert store.failures() == [] and Store.load(store_path).failures() == [("pkg.m:k0@s", "lfbo")]
+
+
+def test_each_strategy_is_seeded_as_a_build_with_it_would_be(tmp_path: Path) -> None:
+    """Build order (middle shape first) and, per strategy, only its own earlier shapes as seeds:
+    seeded starts cold on a kernel's first shape and never sees lfbo's configs."""
+    from tuning.bench.run import SEEDING
+
+    store_path = tmp_path / "store.json"
+    cases = [_case("pkg.m:k", s) for s in ("small", "medium", "large")]
+    tune = FakeTune()
+    opts = BenchOptions(tmp_path, {}, None, ["seeded", "lfbo"], store_path)
+    store = run_bench(opts, log=lambda m: None, engine=_fake_engine(cases, tune, []))
+    assert tune.calls == [(f"pkg.m:k@{s}", n) for s in ("medium", "small", "large") for n in ("lfbo", "seeded")]
+    seeds = dict(zip(tune.calls, tune.seeds))
+    assert all(seeds[(f"pkg.m:k@{s}", "lfbo")] == () for s in ("small", "medium", "large"))
+    assert seeds[("pkg.m:k@medium", "seeded")] == ()  # cold: nothing known yet
+    assert [c["by"] for c in seeds[("pkg.m:k@small", "seeded")]] == ["seeded@medium"]
+    assert sorted(c["by"] for c in seeds[("pkg.m:k@large", "seeded")]) == ["seeded@medium", "seeded@small"]
+    (run_doc,) = store.doc["runs"].values()
+    rec = run_doc["cases"]["pkg.m:k@large"]["strategies"]["seeded"]
+    assert rec["seeding"] == SEEDING and rec["seeded_from_shapes"] == ["medium", "small"] and rec["seeds_from_lock"] == 0
+
+    # A record made before this rule (no "seeding") is rerun, except the baseline's, which takes no seeds.
+    doc = json.loads(store_path.read_text())
+    for case in next(iter(doc["runs"].values()))["cases"].values():
+        for rec in case["strategies"].values():
+            rec.pop("seeding", None)
+    store_path.write_text(json.dumps(doc))
+    tune.calls.clear()
+    run_bench(opts, log=lambda m: None, engine=_fake_engine(cases, tune, []))
+    assert tune.calls == [(f"pkg.m:k@{s}", "seeded") for s in ("medium", "small", "large")]
 
 
 class FakeChild:

@@ -240,8 +240,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="a [tool.kiln] setting (budgets: effort, max_generations, ...), as with kiln tune")
     p.add_argument("--lfbo-effort", default="full", help="effort of the lfbo baseline (default: full)")
     p.add_argument("--rounds", type=int, default=5, help="interleaved timing rounds in the fresh measuring process")
-    p.add_argument("--shard", metavar="K/N", help="only the cases whose index (0-based, in declared or --cases order) "
-                   "satisfies index %% N == K; several shards may share one --store")
+    p.add_argument("--shard", metavar="K/N", help="only the kernels whose index (0-based, in declared or --cases order) "
+                   "satisfies index %% N == K, all their cases; several shards may share one --store")
     p.add_argument("--gpus", metavar="auto|0,1,...", help="one `--shard i/N` child per GPU (CUDA_VISIBLE_DEVICES pinned, "
                    "cores split for precompile), all writing the same store; auto = every visible GPU")
     p.add_argument("--report", action="store_true", help="write the markdown report and PNG plots (no tuning)")

@@ -113,7 +113,10 @@ def tuning_order(cases: list[Case]) -> list[Case]:
     return ordered
 
 
-def seeds_for(case: Case, known: list[LockEntry], device_key: DeviceKey, limit: int = 6) -> tuple[dict[str, Any], ...]:
+SEED_LIMIT = 6  # known configs handed to a strategy; more would crowd out its own exploration
+
+
+def seeds_for(case: Case, known: list[LockEntry], device_key: DeviceKey, limit: int = SEED_LIMIT) -> tuple[dict[str, Any], ...]:
     """Configs known for this kernel, nearest first: this GPU before others, this source before older."""
     mine = [e for e in known if e.kernel == case.kernel_id]
     mine.sort(key=lambda e: (e.arch != device_key.arch, e.device != device_key.name, e.source_hash != case.source_hash))

@@ -175,8 +175,11 @@ def markdown(store: Store, plots: dict[str, list[str]] | None = None) -> str:
             lines += [f"- {e['case']} `{e['strategy']}`: {e['why']}" for e in a["excluded"]]
             lines.append("")
         lines += ["### Per case", "",
-                  "| case | strategy | configs | tuning s | ms | torch ref ms | ref/ms | roofline | time ratio | configs ratio | latency ratio |",
-                  "|---|---|---|---|---|---|---|---|---|---|---|"]
+                  "Seeds: what a build with that strategy would have known there (cases in build order, per kernel the "
+                  "middle shape first): its own configs at the kernel's shapes finished before, and `kiln.lock` entries; "
+                  "`cold` = none. `lfbo` takes no seeds.", "",
+                  "| case | strategy | seeds | configs | tuning s | ms | torch ref ms | ref/ms | roofline | time ratio | configs ratio | latency ratio |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for row in a["rows"]:
             r, q = row["record"], row["ratios"] or {}
             roof = (r.get("roofline") or {})
@@ -186,7 +189,7 @@ def markdown(store: Store, plots: dict[str, list[str]] | None = None) -> str:
             lat_s = "-" if lat is None else f"{lat:.4f}" + ("" if q.get("latency_from") == "same process" else "*")
             if row["ratios"] is None:
                 lat_s = row["why"]
-            lines.append(f"| {row['case']} | {row['strategy']} | {_f(r.get('configs_tested'))} | {_f(r.get('tuning_seconds'), 4)} "
+            lines.append(f"| {row['case']} | {row['strategy']} | {seeds_label(r)} | {_f(r.get('configs_tested'))} | {_f(r.get('tuning_seconds'), 4)} "
                          f"| {_f(r.get('ms'), 4)} | {_f(r.get('ref_ms'), 4)} | {_f(speed, 3)} | {roof_s} "
                          f"| {_f(q.get('time_ratio'), 3)} | {_f(q.get('configs_ratio'), 3)} | {lat_s} |")
         lines += ["", "`*`: latency ratio from two separate fresh processes (no same-process pair with the current lfbo config).",
@@ -198,6 +201,19 @@ def markdown(store: Store, plots: dict[str, list[str]] | None = None) -> str:
         for title, files in (plots or {}).get(key, {}).items():
             lines += [f"![{title}]({f})" for f in files] + [""]
     return "\n".join(lines)
+
+
+def seeds_label(rec: dict[str, Any]) -> str:
+    """What the strategy started from: ``medium, small + 2 lock``, ``cold``, or ``-`` for the baseline."""
+    if rec.get("strategy") == BASELINE:
+        return "-"
+    own, lock = rec.get("seeded_from_shapes") or [], rec.get("seeds_from_lock") or 0
+    parts = [", ".join(own)] if own else []
+    if lock:
+        parts.append(f"{lock} lock")
+    if "seeding" not in rec and not parts:
+        return "cold (before build-order seeding)"
+    return " + ".join(parts) or "cold"
 
 
 def _slug(key: str) -> str:

@@ -15,6 +15,14 @@ For every case (``kernel_id@shape_name``) and strategy:
 
 A stored record that still matches (same GPU and versions, kernel source
 hash, declared spec and budget) is reused, not rerun.
+
+Each strategy knows what ``pip wheel .`` with that strategy would know at that
+point of a build, no more: cases run in the build's order (per kernel the
+middle declared shape first, :func:`tuning.tune.tuning_order`), and a strategy's
+seeds are the committed lock's entries of the kernel at other shapes plus the
+configs *the same strategy* already chose for the kernel's other shapes in this
+run (``SEEDING``).  So ``seeded`` starts cold on a kernel's first shape, as in a
+build, and never sees what ``lfbo``'s long search found.
 """
 
 from __future__ import annotations
@@ -42,6 +50,9 @@ from .store import Store, case_label, run_key
 
 ROOT = Path(__file__).resolve().parents[2]
 LLM_STRATEGIES = ("hybrid", "llm")
+# The seeding rule above; records made under another rule (before it existed: none recorded) are rerun,
+# except the baseline's, which takes no seeds.
+SEEDING = "build-order: lock entries at other shapes + this strategy's own results at other shapes"
 DEFAULT_STRATEGIES = ("lfbo", "seeded")
 TRAJECTORY_FALLBACK = "final point only: no per-config results were seen from Helion's search (BaseSearch.benchmark_batch)"
 
@@ -239,6 +250,7 @@ def _log(msg: str) -> None:
 def run_bench(opts: BenchOptions, log: Callable[[str], None] = _log, engine: Engine | None = None) -> Store:
     from tuning.errors import KilnError
     from tuning.strategies import _REGISTRY, Budget
+    from tuning.tune import tuning_order
 
     engine = engine or real_engine()
     prep = engine.prepare(opts.project, opts.config_settings)
@@ -265,6 +277,7 @@ def run_bench(opts: BenchOptions, log: Callable[[str], None] = _log, engine: Eng
         cases = [by_label[c] for c in opts.cases]
     if opts.shard is not None:
         cases = select_shard(cases, *opts.shard)
+    cases = tuning_order(cases)
 
     store_path = opts.store or (opts.project / DEFAULT_STORE)
     store = Store.load(store_path)
@@ -278,7 +291,8 @@ def run_bench(opts: BenchOptions, log: Callable[[str], None] = _log, engine: Eng
         return run["cases"].get(case_label(case.kernel_id, case.spec.name), {}).get("strategies", {}).get(name)
 
     todo = [(c, s) for c in cases for s in strategies
-            if not Store.reusable(stored(c, s), c.source_hash, c.spec.declared, budgets[s].as_provenance())]
+            if not Store.reusable(stored(c, s), c.source_hash, c.spec.declared, budgets[s].as_provenance())
+            or (s != BASELINE and stored(c, s).get("seeding") != SEEDING)]
     shard = "" if opts.shard is None else f" (shard {opts.shard[0]}/{opts.shard[1]})"
     log(f"{len(cases)} cases{shard} x {len(strategies)} strategies ({', '.join(strategies)}) on {dev_key.name} ({dev_key.arch}); "
         f"{len(cases) * len(strategies) - len(todo)} reused from {store_path}, {len(todo)} to run")
@@ -297,16 +311,38 @@ def run_bench(opts: BenchOptions, log: Callable[[str], None] = _log, engine: Eng
 
 
 def select_shard(cases: list[Any], index: int, count: int) -> list[Any]:
-    """The cases at positions ``index, index + count, ...`` of ``cases``: shard ``index`` of ``count``.
+    """Shard ``index`` of ``count``: the kernels at positions ``index, index + count, ...``, all their shapes.
 
-    Round-robin rather than contiguous blocks so that each shard gets a mix of
-    small and large shapes (declared order groups a kernel's shapes together).
-    A whole case, all of its strategies, stays in one shard: its ratios against
-    lfbo come from one process on one GPU.
+    Whole kernels, because a strategy's later shapes are seeded by its earlier
+    ones (``SEEDING``) and so must run after them, in one process.  Round-robin
+    over kernels rather than contiguous blocks spreads the heavy families.  A
+    whole case, all of its strategies, stays in one shard too: its ratios
+    against lfbo come from one process on one GPU.
     """
     if not 0 <= index < count:
         raise ValueError(f"shard {index}/{count}: need 0 <= K < N")
-    return [c for i, c in enumerate(cases) if i % count == index]
+    kernels = list(dict.fromkeys(c.kernel_id for c in cases))
+    mine = set(kernels[index::count])
+    return [c for c in cases if c.kernel_id in mine]
+
+
+def own_seeds(run: Mapping[str, Any], case: Any, strategy: str) -> dict[str, dict[str, Any]]:
+    """The configs ``strategy`` chose for ``case``'s kernel at its other shapes in this run, by shape name.
+
+    What a build with ``strategy`` would have in hand when it reaches this shape
+    (it tunes the kernel's shapes in ``tuning_order`` and seeds each from the
+    ones finished before).  Only records of the same kernel source, made under
+    this seeding rule and without error, count.
+    """
+    out: dict[str, dict[str, Any]] = {}
+    for label, rec_case in run.get("cases", {}).items():
+        if rec_case.get("kernel_id") != case.kernel_id or rec_case.get("shape_name") == case.spec.name:
+            continue
+        rec = rec_case.get("strategies", {}).get(strategy)
+        if (rec and not rec.get("error") and rec.get("config") and rec.get("source_hash") == case.source_hash
+                and rec.get("seeding") == SEEDING):
+            out[rec_case["shape_name"]] = rec["config"]
+    return out
 
 
 def _release(device: str) -> None:
@@ -322,17 +358,20 @@ def _run_one(store: Store, run: dict[str, Any], case: Any, name: str, budget: An
              lock_entries: list[Any], llm: Any, peaks: Mapping[str, Any], opts: BenchOptions,
              log: Callable[[str], None], engine: Engine) -> None:
     from tuning.strategies import TuneContext
-    from tuning.tune import seeds_for
+    from tuning.tune import SEED_LIMIT, seeds_for
 
     from .roofline import fraction
 
     label = case_label(case.kernel_id, case.spec.name)
-    # seeded/hybrid know what a real build would: lock entries of this kernel at *other* shapes.
+    # What a build with this strategy would know here (SEEDING): its own earlier shapes, then the lock's.
     others = [e for e in lock_entries if e.kernel == case.kernel_id and e.shape_name != case.spec.name]
-    context = TuneContext(case.kernel_id, case.spec.name, seeds_for(case, others, dev_key),
-                          llm if name in LLM_STRATEGIES else None)
+    own = own_seeds(run, case, name) if name != BASELINE else {}
+    from_lock = [s for s in seeds_for(case, others, dev_key) if s not in own.values()]
+    seeds = (*own.values(), *from_lock)[:SEED_LIMIT]
+    context = TuneContext(case.kernel_id, case.spec.name, seeds, llm if name in LLM_STRATEGIES else None)
     record: dict[str, Any] = {"strategy": name, "source_hash": case.source_hash, "spec": case.spec.declared,
-                              "budget": budget.as_provenance(), "seeds_from_lock": len(context.seeds)}
+                              "budget": budget.as_provenance(), "seeding": SEEDING,
+                              "seeded_from_shapes": sorted(own), "seeds_from_lock": len(seeds) - len(own)}
     log(f"tune {label} with {name}")
     t0 = time.perf_counter()
     reset = getattr(case.kernel, "reset", None)
