@@ -104,7 +104,7 @@ def run_build(project_dir: Path, config_settings: Mapping[str, Any] | None = Non
     from tuning.report import print_table, write_json
     from tuning.runtime.table import Table, TableEntry, encode
     from tuning.strategies import Budget, get_strategy
-    from tuning.tune import CaseResult, run_plan
+    from tuning.tune import CaseResult, TuneRun, run_plan
 
     prep = prepare_build(project_dir, config_settings, tune=tune)
     settings, found, cases, lock, device, plan = (
@@ -141,25 +141,22 @@ def run_build(project_dir: Path, config_settings: Mapping[str, Any] | None = Non
                 bar.console.print(f"kiln: {r.status.upper()} {r.case.label}: {r.error}", markup=False, highlight=False)
 
         slots = worker_slots(settings.executor, settings.workers, device)
+        run = TuneRun(plan, strategy.name, budget, device, settings.lock_path, settings.project_dir, previous=lock,
+                      llm=settings.llm_settings(), total_seconds=settings.total_seconds, on_case=finished,
+                      on_start=started)
         with bar:
             if settings.executor == "ray":
                 from tuning.ray_executor import run_ray
 
                 bar.console.print(f"kiln: ray executor at {settings.ray_address or 'local ray'}", markup=False)
-                results += run_ray(plan, strategy.name, budget, device, settings.lock_path, settings.project_dir,
-                                   finished, previous=lock, llm=settings.llm_settings(), on_start=started,
-                                   address=settings.ray_address or None, total_seconds=settings.total_seconds)
+                results += run_ray(run, address=settings.ray_address or None)
             elif len(slots) > 1:
                 from tuning.executor import run_local
 
                 bar.console.print(f"kiln: local executor, {len(slots)} workers", markup=False)
-                results += run_local(plan, strategy.name, budget, device, settings.lock_path, settings.project_dir,
-                                     slots, finished, previous=lock, llm=settings.llm_settings(), on_start=started,
-                                     total_seconds=settings.total_seconds)
+                results += run_local(run, slots)
             else:
-                results += run_plan(plan, strategy, budget, device, settings.lock_path, finished, previous=lock,
-                                    llm=settings.llm_settings(), total_seconds=settings.total_seconds,
-                                    on_start=started)
+                results += run_plan(run)
         lock = lockfile.load(settings.lock_path)
     results += [CaseResult(c, "missing") for c in plan.missing]
 

@@ -72,7 +72,7 @@ def test_crash_mid_build_keeps_finished_cases(tmp_path: Path) -> None:
     from tuning.plan import Case, make_plan
     from tuning.specs import parse_shapes
     from tuning.strategies import Budget, TuneOutcome
-    from tuning.tune import run_plan
+    from tuning.tune import TuneRun, run_plan
 
     specs = parse_shapes({"p.m:k": {"a": ["f32[4]"], "b": ["f32[8]"], "c": ["f32[16]"]}})["p.m:k"]
     cases = [Case("p.m:k", object(), "sha256:1", s) for s in specs]
@@ -99,13 +99,13 @@ def test_crash_mid_build_keeps_finished_cases(tmp_path: Path) -> None:
     tune_mod.tune_case = fake.entry  # type: ignore[assignment]
     try:
         with pytest.raises(KeyboardInterrupt):
-            run_plan(make_plan(cases, lockfile.load(path), dev, ["*"]), FakeSearch(None), Budget(), "cpu", path)  # type: ignore[arg-type]
+            run_plan(TuneRun(make_plan(cases, lockfile.load(path), dev, ["*"]), FakeSearch(None), Budget(), "cpu", path))  # type: ignore[arg-type]
         # The middle shape is tuned first (it seeds the others), then the rest in order.
         assert [e.shape_name for e in lockfile.load(path).sorted_entries()] == ["a", "b"]
         fake.die_on = None
         plan = make_plan(cases, lockfile.load(path), dev, ["*"])
         assert [c.spec.name for c in plan.todo] == ["c"] and len(plan.hits) == 2
-        run_plan(plan, FakeSearch(None), Budget(), "cpu", path)  # type: ignore[arg-type]
+        run_plan(TuneRun(plan, FakeSearch(None), Budget(), "cpu", path))  # type: ignore[arg-type]
     finally:
         tune_mod.tune_case = orig  # type: ignore[assignment]
     assert fake.seen == ["b", "a", "c", "c"]

@@ -157,12 +157,13 @@ import json, sys
 from pathlib import Path
 from build_backend.builder import prepare_build
 from tuning.ray_executor import run_ray
+from tuning.tune import TuneRun
 from tuning.strategies import Budget
 
 project, address = Path(sys.argv[1]), sys.argv[2]
 prep = prepare_build(project, {"kiln.device": "cpu"})
-results = run_ray(prep.plan, "kiln_fake_bench:FakeBench", Budget("quick"), "cpu", prep.settings.lock_path, project,
-                  address=address)
+results = run_ray(TuneRun(prep.plan, "kiln_fake_bench:FakeBench", Budget("quick"), "cpu", prep.settings.lock_path,
+                          project), address=address)
 print("RESULT" + json.dumps({r.case.spec.name: [r.status, r.error] for r in results}))
 '''
 
@@ -226,12 +227,13 @@ def test_ledger_skips_every_case_once_the_build_budget_is_spent(tmp_path: Path) 
     from tuning.runtime.keys import DeviceKey
     from tuning.specs import parse_shapes
     from tuning.strategies import Budget
+    from tuning.tune import TuneRun
 
     specs = parse_shapes({"m:k": {"a": ["f32[8]"], "b": ["f32[16]"]}})["m:k"]
     plan = Plan(DeviceKey("cpu", "pallas:interpret"), todo=[Case("m:k", None, "h", spec) for spec in specs])
     seen: list[str] = []
-    ledger = Ledger(plan, "seeded", Budget("quick"), "cpu", tmp_path / "kiln.lock", tmp_path, lambda r: seen.append(r.status),
-                    None, None, lambda c: None, total_seconds=0)
+    ledger = Ledger(TuneRun(plan, "seeded", Budget("quick"), "cpu", tmp_path / "kiln.lock", tmp_path, total_seconds=0,
+                            on_case=lambda r: seen.append(r.status)))
     assert ledger.next_job() is None
     assert seen == ["skipped", "skipped"] and "total_seconds=0 spent" in (ledger.results[0].error or "")
     assert not (tmp_path / "kiln.lock").exists()

@@ -15,15 +15,11 @@ from __future__ import annotations
 import concurrent.futures as cf
 import multiprocessing
 import os
-from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
-from . import lock as lockfile
 from .ledger import Job, Ledger, tune_job
-from .plan import Case, Plan
-from .strategies import Budget, LlmSettings
-from .tune import CaseResult
+from .plan import Case
+from .tune import CaseResult, TuneRun
 
 __all__ = ["Job", "run_local", "tune_job", "visible_gpus", "worker_envs"]
 
@@ -69,24 +65,10 @@ def worker_envs(slots: list[str], device: str) -> list[dict[str, str]]:
     return envs
 
 
-def run_local(
-    plan: Plan,
-    strategy: str,
-    budget: Budget,
-    device: str,
-    lock_path: Path,
-    project_dir: Path,
-    slots: list[str],
-    on_case: Callable[[CaseResult], None] = lambda r: None,
-    previous: lockfile.Lock | None = None,
-    llm: LlmSettings | None = None,
-    on_start: Callable[[Case], None] = lambda c: None,
-    total_seconds: int | None = None,
-) -> list[CaseResult]:
-    """Tune ``plan.todo`` on len(slots) worker processes at once."""
-    ledger = Ledger(plan, strategy, budget, device, lock_path, project_dir, on_case, previous, llm, on_start,
-                    total_seconds)
-    workers = [_Slot(env) for env in worker_envs(slots, device)]
+def run_local(run: TuneRun, slots: list[str]) -> list[CaseResult]:
+    """Tune ``run.plan.todo`` on len(slots) worker processes at once."""
+    ledger = Ledger(run)
+    workers = [_Slot(env) for env in worker_envs(slots, run.device)]
     running: dict[cf.Future[dict[str, Any]], tuple[_Slot, Case]] = {}
     try:
         while True:

@@ -13,18 +13,15 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from . import lock as lockfile
 from .errors import KilnError
 from .lock import LockEntry
-from .plan import Case, Plan
+from .plan import Case
 from .runtime.keys import DeviceKey
-from .strategies import Budget, LlmSettings, TuneContext
-from .tune import CaseResult, failed, record_tuned, seeds_for, tuning_environment, tuning_order
+from .strategies import Budget, TuneContext
+from .tune import CaseResult, TuneRun, failed, record_tuned, seeds_for, tuning_environment, tuning_order
 
 
 class BudgetSpent(KilnError):
@@ -77,16 +74,17 @@ def tune_job(job: Job) -> dict[str, Any]:
 class Ledger:
     """The bookkeeping half of an executor; it never waits on anything itself."""
 
-    def __init__(self, plan: Plan, strategy: str, budget: Budget, device: str, lock_path: Path, project_dir: Path,
-                 on_case: Callable[[CaseResult], None], previous: lockfile.Lock | None, llm: LlmSettings | None,
-                 on_start: Callable[[Case], None], total_seconds: int | None = None) -> None:
-        assert plan.device is not None
+    def __init__(self, run: TuneRun) -> None:
+        if not isinstance(run.strategy, str) or run.project_dir is None:
+            raise TypeError("a parallel run needs the strategy's registry name and the project_dir (workers rebuild both)")
+        assert run.plan.device is not None
+        plan, previous = run.plan, run.previous
         self.device_key: DeviceKey = plan.device
-        self.strategy, self.budget, self.device = strategy, budget, device
-        self.lock_path, self.project_dir, self.previous, self.llm = lock_path, project_dir, previous, llm
-        self.on_case, self.on_start = on_case, on_start
-        self.deadline = None if total_seconds is None else time.time() + total_seconds
-        self.total_seconds = total_seconds
+        self.strategy, self.budget, self.device = run.strategy, run.budget, run.device
+        self.lock_path, self.project_dir, self.previous, self.llm = run.lock_path, run.project_dir, previous, run.llm
+        self.on_case, self.on_start = run.on_case, run.on_start
+        self.total_seconds = run.total_seconds
+        self.deadline = None if run.total_seconds is None else time.time() + run.total_seconds
         self.known: list[LockEntry] = previous.sorted_entries() if previous is not None else []
         self.pending = tuning_order(plan.todo)
         self.anchors: dict[str, Case] = {}

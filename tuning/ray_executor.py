@@ -26,16 +26,13 @@ off): it is the case's failure, reported at once.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from . import lock as lockfile
 from .errors import SettingsError, first_line
 from .ledger import Ledger, tune_job
-from .plan import Case, Plan
-from .strategies import Budget, LlmSettings
-from .tune import CaseResult
+from .plan import Case
+from .tune import CaseResult, TuneRun
 
 RAY_VERSION_TESTED = "2.60.0"
 # Paths the task's working_dir upload leaves out (gitignore syntax, as Ray reads them).
@@ -70,32 +67,18 @@ def job_runtime_env(project_dir: Path, environ: dict[str, str] | None = None) ->
     }
 
 
-def run_ray(
-    plan: Plan,
-    strategy: str,
-    budget: Budget,
-    device: str,
-    lock_path: Path,
-    project_dir: Path,
-    on_case: Callable[[CaseResult], None] = lambda r: None,
-    previous: lockfile.Lock | None = None,
-    llm: LlmSettings | None = None,
-    on_start: Callable[[Case], None] = lambda c: None,
-    address: str | None = None,
-    total_seconds: int | None = None,
-) -> list[CaseResult]:
-    """Tune ``plan.todo`` as Ray tasks on the cluster at ``address`` (None: a local Ray runtime)."""
+def run_ray(run: TuneRun, address: str | None = None) -> list[CaseResult]:
+    """Tune ``run.plan.todo`` as Ray tasks on the cluster at ``address`` (None: a local Ray runtime)."""
     ray = import_ray()
     from ray.exceptions import RayError, RayTaskError
 
-    ledger = Ledger(plan, strategy, budget, device, lock_path, project_dir, on_case, previous, llm, on_start,
-                    total_seconds)
-    runtime_env = job_runtime_env(project_dir)
+    ledger = Ledger(run)
+    runtime_env = job_runtime_env(ledger.project_dir)
     started_here = not ray.is_initialized()
     if started_here:  # Ray uploads local directories only for a whole job, so the driver connects here
         ray.init(address=address or None, runtime_env=runtime_env)
     task = ray.remote(tune_job).options(
-        num_gpus=1 if device == "cuda" else 0, num_cpus=1, max_retries=1, retry_exceptions=False,
+        num_gpus=1 if run.device == "cuda" else 0, num_cpus=1, max_retries=1, retry_exceptions=False,
         # A caller that had already connected keeps its job's runtime_env (it must carry the project and
         # kiln itself); the tuning environment variables still go with every task.
         runtime_env=None if started_here else {"env_vars": runtime_env["env_vars"]})

@@ -130,28 +130,43 @@ def seeds_for(case: Case, known: list[LockEntry], device_key: DeviceKey, limit: 
     return tuple(out[:limit])
 
 
-def run_plan(
-    plan: Plan,
-    strategy: Strategy,
-    budget: Budget,
-    device: str,
-    lock_path: Path,
-    on_case: Callable[[CaseResult], None] = lambda r: None,
-    previous: lockfile.Lock | None = None,
-    llm: LlmSettings | None = None,
-    total_seconds: int | None = None,
-    on_start: Callable[[Case], None] = lambda c: None,
-) -> list[CaseResult]:
-    """Tune every case in ``plan.todo``; each success is in the lock before the next starts.
+@dataclass(frozen=True)
+class TuneRun:
+    """One tuning run of a build: the cases, how to tune them, and where results go.
+
+    Every executor (serial :func:`run_plan`, local worker processes, Ray) takes
+    one, so they cannot drift apart on what a run means; they differ only in
+    where jobs run.
+    """
+
+    plan: Plan
+    strategy: str | Strategy  # a registry name (workers rebuild it from that); serial runs also take an object
+    budget: Budget
+    device: str
+    lock_path: Path
+    project_dir: Path | None = None  # where workers import the package from (local, Ray)
+    previous: lockfile.Lock | None = None  # the lock before this run: seeds, and the change column
+    llm: LlmSettings | None = None
+    total_seconds: int | None = None  # bounds the whole run; cases that find nothing left are skipped
+    on_case: Callable[[CaseResult], None] = lambda r: None
+    on_start: Callable[[Case], None] = lambda c: None
+
+
+def run_plan(run: TuneRun) -> list[CaseResult]:
+    """Tune every case in ``run.plan.todo`` here, one after another; each success is in the lock before the next starts.
 
     ``total_seconds`` bounds the whole loop: each case gets at most what is
     left, and cases that find nothing left are reported as skipped.
     """
+    from .strategies import get_strategy
+
+    plan, budget, total_seconds, on_case = run.plan, run.budget, run.total_seconds, run.on_case
+    strategy = get_strategy(run.strategy) if isinstance(run.strategy, str) else run.strategy
     assert plan.device is not None
     results: list[CaseResult] = []
-    known = previous.sorted_entries() if previous is not None else []
+    known = run.previous.sorted_entries() if run.previous is not None else []
     start = time.monotonic()
-    with tuning_environment(device):
+    with tuning_environment(run.device):
         for case in tuning_order(plan.todo):
             case_budget = budget
             if total_seconds is not None:
@@ -161,14 +176,14 @@ def run_plan(
                     on_case(results[-1])
                     continue
                 case_budget = dataclasses.replace(budget, seconds=min(left, budget.seconds or left))
-            context = TuneContext(case.kernel_id, case.spec.name, seeds_for(case, known, plan.device), llm)
-            on_start(case)
+            context = TuneContext(case.kernel_id, case.spec.name, seeds_for(case, known, plan.device), run.llm)
+            run.on_start(case)
             try:
-                entry = tune_case(case, strategy, case_budget, device, plan.device, context)
+                entry = tune_case(case, strategy, case_budget, run.device, plan.device, context)
             except Exception as e:  # one bad case must not cost the finished ones
                 result = failed(case, e)
             else:
-                result = record_tuned(case, entry, lock_path, known, previous, plan.device)
+                result = record_tuned(case, entry, run.lock_path, known, run.previous, plan.device)
             results.append(result)
             on_case(result)
             gc.collect()
