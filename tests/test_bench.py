@@ -221,6 +221,52 @@ def test_kiln_bench_end_to_end_on_tinypkg(tinypkg: Path) -> None:
     assert "2 reused" in again.stderr and "0 to run" in again.stderr
     assert json.loads(store_path.read_text()) == doc
 
+    # --to-lock: the stored config goes into kiln.lock under the engine's own shape key, and the plan then
+    # takes that case from the lock instead of tuning it.
+    doctor = [sys.executable, "-m", "tuning.cli", "doctor", "--json"]
+    assert "tinypkg.ops:add [small]" in json.loads(run(doctor, tinypkg, env, timeout=120).stdout)["plan"]["to_tune"]
+    out = run([sys.executable, "-m", "tuning.cli", "bench", "--to-lock"], tinypkg, env, timeout=120)
+    assert "1 of 1 stored cases" in out.stderr
+    (entry,) = json.loads((tinypkg / "kiln.lock").read_text())["entries"]
+    chosen = "seeded" if recs["seeded"]["vs_lfbo"]["ms"] < recs["seeded"]["vs_lfbo"]["lfbo_ms"] else "lfbo"
+    assert entry["config"] == recs[chosen]["config"] and entry["provenance"]["strategy"] == chosen
+    assert (entry["device"], entry["arch"], entry["shape"]) == ("cpu", "pallas:interpret", recs["lfbo"]["shape"])
+    assert entry["provenance"]["from_bench"]["store"] == "bench/results/store.json"
+    plan = json.loads(run(doctor, tinypkg, env, timeout=120).stdout)["plan"]
+    assert "tinypkg.ops:add [small]" in plan["from_lock"] and "tinypkg.ops:add [small]" not in plan["to_tune"]
+
+
+def test_to_lock_takes_lfbo_unless_beaten_in_the_same_process_and_skips_stale_records(tmp_path: Path) -> None:
+    from tuning.bench.to_lock import adopt, choose
+
+    lf = {"config": {"b": [64]}, "ms": 1.0}
+    beaten = {"config": {"b": [32]}, "ms": 1.1, "vs_lfbo": {"lfbo_config": {"b": [64]}, "lfbo_ms": 1.0, "ms": 0.95}}
+    slower = {**beaten, "vs_lfbo": {"lfbo_config": {"b": [64]}, "lfbo_ms": 1.0, "ms": 1.02}}
+    old_pair = {**beaten, "vs_lfbo": {"lfbo_config": {"b": [1]}, "lfbo_ms": 1.0, "ms": 0.5}}
+    assert choose({"lfbo": lf, "seeded": beaten})[0] == "seeded"
+    assert choose({"lfbo": lf, "seeded": slower})[0] == "lfbo"
+    assert choose({"lfbo": lf, "seeded": old_pair})[0] == "lfbo"  # paired with another lfbo config: no evidence
+    assert choose({"seeded": {"config": {"b": [8]}, "ms": 2.0}, "llm": {"config": {"b": [4]}, "ms": 1.5}})[0] == "llm"
+    assert choose({"lfbo": {"error": "boom"}}) is None
+
+    cases = [_case("pkg.m:k", "small"), _case("pkg.m:k", "large", digest="sha256:new")]
+    store = Store(tmp_path / "store.json")
+    run_doc = store.run({"name": "Fake GPU", "arch": "triton:sm00"}, {"helion": "1.5.0"})
+    for case in (cases[0], _case("pkg.m:k", "large")):  # the large record predates the kernel's new source
+        store.case(run_doc, case.kernel_id, case.spec.name)["strategies"]["lfbo"] = {
+            **lf, "source_hash": "sha256:aaaa", "spec": case.spec.declared, "shape": f"f32[{case.spec.name}]"}
+    store.case(run_doc, "pkg.m:gone", "small")["strategies"]["lfbo"] = {**lf, "source_hash": "h", "spec": "s"}
+    lock_path = tmp_path / "kiln.lock"
+    got = {a.label: a for a in adopt(store, cases, lock_path)}
+    assert got["pkg.m:k@small"].strategy == "lfbo"
+    assert got["pkg.m:k@large"].strategy is None and "older kernel source" in got["pkg.m:k@large"].why
+    assert got["pkg.m:gone@small"].strategy is None and "not a declared case" in got["pkg.m:gone@small"].why
+    (entry,) = json.loads(lock_path.read_text())["entries"]
+    assert (entry["shape"], entry["device"], entry["config"]) == ("f32[small]", "Fake GPU", {"b": [64]})
+    before = lock_path.read_bytes()
+    again = {a.label: a for a in adopt(store, cases, lock_path)}
+    assert again["pkg.m:k@small"].why.endswith("(already in the lock)") and lock_path.read_bytes() == before
+
 
 # ----------------------------------------------------------------------------- (4) several processes, one store
 

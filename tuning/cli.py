@@ -147,6 +147,8 @@ def cmd_bench(ns: argparse.Namespace) -> int:
             path = write_report(store, Path(ns.out) if ns.out else store_path.parent / "report")
             print(f"kiln bench: report written to {path}")
         return 0
+    if ns.to_lock:
+        return _bench_to_lock(ns, project, store_path)
     from .bench.gpus import parse_shard
     from .bench.run import BenchOptions, run_bench
 
@@ -165,6 +167,25 @@ def cmd_bench(ns: argparse.Namespace) -> int:
     for label, name in failed:
         print(f"kiln bench: FAILED {label} {name} (see {store.path})", file=sys.stderr)
     return 1 if failed else 0
+
+
+def _bench_to_lock(ns: argparse.Namespace, project: Path, store_path: Path) -> int:
+    """`kiln bench --to-lock`: each case's best bench config into the project's kiln.lock (no tuning)."""
+    from build_backend.builder import prepare_build
+
+    from .bench.store import Store
+    from .bench.to_lock import adopt
+
+    if not store_path.exists():
+        raise KilnError(f"{store_path}: no bench store yet (run `kiln bench` first)")
+    prep = prepare_build(project, _config_settings(ns.config, None), tune=False)
+    adopted = adopt(Store.load(store_path), prep.cases, prep.settings.lock_path)
+    for a in adopted:
+        what = f"{a.strategy}'s config{' (replaced the lock entry)' if a.replaced else ''}" if a.strategy else "left out"
+        print(f"kiln bench: {a.label}: {what}: {a.why}", file=sys.stderr)
+    taken = sum(1 for a in adopted if a.strategy)
+    print(f"kiln bench: {taken} of {len(adopted)} stored cases in {prep.settings.lock_path}", file=sys.stderr)
+    return 0
 
 
 def _bench_child_args(ns: argparse.Namespace, project: Path, store_path: Path) -> list[str]:
@@ -247,6 +268,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--report", action="store_true", help="write the markdown report and PNG plots (no tuning)")
     p.add_argument("--json", action="store_true", help="with --report: print the summary JSON instead")
     p.add_argument("--out", help="with --report: the report folder (default: next to the store, report/)")
+    p.add_argument("--to-lock", action="store_true",
+                   help="put each case's best stored config (lfbo's, or a strategy's that beat it in the same "
+                        "process) into the project's kiln.lock, so a build ships it without tuning (no tuning)")
     p.set_defaults(func=cmd_bench)
 
     ns = parser.parse_args(argv)

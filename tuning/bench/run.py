@@ -389,7 +389,7 @@ def _run_one(store: Store, run: dict[str, Any], case: Any, name: str, budget: An
     p = entry.provenance
     record.update(
         configs_tested=p.get("configs_tested"), tuning_seconds=p.get("seconds"),
-        wall_s=round(time.perf_counter() - t0, 2), config=dict(entry.config),
+        wall_s=round(time.perf_counter() - t0, 2), config=dict(entry.config), shape=getattr(entry, "shape", None),
         tune_ms=p.get("ms"), search_best_ms=p.get("search_best_ms"),
         provenance={k: v for k, v in p.items() if k in ("strategy", "seeds", "llm", "fallback", "timer")},
         trajectory=trajectory(seen, int(p.get("configs_tested") or 0), p.get("search_best_ms") or p.get("ms")),
