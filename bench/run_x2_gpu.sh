@@ -17,7 +17,7 @@
 #   llm-bench [s]  : hybrid and llm through bench/fixed_answer_llm.py (fixed answers from kiln.lock: not an
 #                    LLM) on CASES (default rms_norm and softmax at medium), lfbo baseline from the same store
 #   table-wait [s] : wait up to s seconds (or until the table is done), copy the store to $OUT
-#                    (copy it back to bench/results/store.json and commit: the next session resumes)
+#                    (copy it back to bench/results/store.json, `kiln bench --to-lock`, commit: the next session resumes)
 set -u
 phase=$1; shift
 OUT=${OUT:-/tmp/out}; R=/tmp/res; mkdir -p "$OUT" "$R"
