@@ -246,6 +246,8 @@ def test_to_lock_takes_lfbo_unless_beaten_in_the_same_process_and_skips_stale_re
     assert choose({"lfbo": lf, "seeded": beaten})[0] == "seeded"
     assert choose({"lfbo": lf, "seeded": slower})[0] == "lfbo"
     assert choose({"lfbo": lf, "seeded": old_pair})[0] == "lfbo"  # paired with another lfbo config: no evidence
+    best = {**beaten, "vs_lfbo": {**beaten["vs_lfbo"], "ms": 0.9}}
+    assert choose({"lfbo": lf, "hybrid": beaten, "seeded": best})[0] == "seeded"  # each against lfbo, lowest wins
     assert choose({"seeded": {"config": {"b": [8]}, "ms": 2.0}, "llm": {"config": {"b": [4]}, "ms": 1.5}})[0] == "llm"
     assert choose({"lfbo": {"error": "boom"}}) is None
 

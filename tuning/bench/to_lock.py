@@ -34,16 +34,16 @@ class Adopted:
 
 def choose(records: dict[str, dict[str, Any]]) -> tuple[str, dict[str, Any]] | None:
     """The fastest usable record of one case: another strategy only where its same-process pair beat lfbo."""
-    base = records.get(BASELINE)
     usable = {n: r for n, r in records.items() if r.get("config") and r.get("ms") and not r.get("error")}
-    best: tuple[str, dict[str, Any]] | None = (BASELINE, base) if BASELINE in usable else None
+    lfbo = usable.get(BASELINE)
+    best: tuple[str, dict[str, Any]] | None = (BASELINE, lfbo) if lfbo else None
     best_ratio = 1.0
     for name, rec in sorted(usable.items()):
         pair = rec.get("vs_lfbo") or {}
-        if name == BASELINE or best is None or pair.get("lfbo_config") != best[1].get("config"):
-            continue
-        ratio = pair["ms"] / pair["lfbo_ms"] if pair.get("lfbo_ms") else None
-        if ratio is not None and ratio < best_ratio:
+        if name == BASELINE or lfbo is None or pair.get("lfbo_config") != lfbo["config"] or not pair.get("lfbo_ms"):
+            continue  # only a pair with the current lfbo config, in one process, is evidence
+        ratio = pair["ms"] / pair["lfbo_ms"]
+        if ratio < best_ratio:
             best, best_ratio = (name, rec), ratio
     if best is None and usable:  # no lfbo record: the fastest by fresh-process time
         name = min(usable, key=lambda n: usable[n]["ms"])
