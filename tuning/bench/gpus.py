@@ -7,8 +7,9 @@ current (case, strategy), and rerunning the same command resumes every shard
 from the store.  The children write the same store file; :meth:`Store.put`
 serialises those writes under the store's file lock.
 
-Ratios stay within one process: a shard is a set of *cases*, and all the
-strategies of a case run in the same child, on the same GPU, each re-measured
+Ratios stay within one process: a shard is a set of whole *kernels* (a
+strategy's earlier shapes seed its later ones), and all the strategies of a
+case run in the same child, on the same GPU, each re-measured
 next to the lfbo config in one fresh process.  Splitting cases over GPUs never
 mixes two GPUs' conditions inside one case's ratios.  Each child measures its
 own GPU's peaks (same GPU model, so the same run key in the store).

@@ -211,7 +211,7 @@ class BenchOptions:
     lfbo_effort: str = "full"
     rounds: int = 5
     measure_timeout_s: float = 900
-    shard: tuple[int, int] | None = None  # (K, N): only cases whose index % N == K (see select_shard)
+    shard: tuple[int, int] | None = None  # (K, N): only the kernels whose index % N == K (see select_shard)
 
 
 @dataclasses.dataclass
