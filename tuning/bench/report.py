@@ -56,15 +56,22 @@ def hit_seconds_cap(rec: dict[str, Any] | None) -> bool:
     return bool(cap and spent and spent >= CAP_SHARE * cap)
 
 
+def same_process_ratio(rec: dict[str, Any], base: dict[str, Any]) -> float | None:
+    """``rec``'s ms over lfbo's, both re-measured in one fresh process, when that pair used ``base``'s
+    (the current lfbo) config; else None. Only such a pair compares two configs without process noise."""
+    pair = rec.get("vs_lfbo") or {}
+    if pair.get("lfbo_config") != base.get("config") or not pair.get("lfbo_ms"):
+        return None
+    return pair["ms"] / pair["lfbo_ms"]
+
+
 def case_ratios(rec: dict[str, Any], base: dict[str, Any]) -> dict[str, Any]:
-    pair = rec.get("vs_lfbo")
-    same_process = bool(pair) and pair.get("lfbo_config") == base.get("config") and pair.get("lfbo_ms")
-    latency = pair["ms"] / pair["lfbo_ms"] if same_process else rec["ms"] / base["ms"]
+    paired = same_process_ratio(rec, base)
     return {
         "time_ratio": base["tuning_seconds"] / rec["tuning_seconds"],
         "configs_ratio": base["configs_tested"] / rec["configs_tested"],
-        "latency_ratio": latency,
-        "latency_from": "same process" if same_process else "separate processes",
+        "latency_ratio": paired if paired is not None else rec["ms"] / base["ms"],
+        "latency_from": "same process" if paired is not None else "separate processes",
     }
 
 

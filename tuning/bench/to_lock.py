@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from . import BASELINE
+from .report import same_process_ratio
 from .store import Store, case_label
 
 
@@ -39,11 +40,10 @@ def choose(records: dict[str, dict[str, Any]]) -> tuple[str, dict[str, Any]] | N
     best: tuple[str, dict[str, Any]] | None = (BASELINE, lfbo) if lfbo else None
     best_ratio = 1.0
     for name, rec in sorted(usable.items()):
-        pair = rec.get("vs_lfbo") or {}
-        if name == BASELINE or lfbo is None or pair.get("lfbo_config") != lfbo["config"] or not pair.get("lfbo_ms"):
-            continue  # only a pair with the current lfbo config, in one process, is evidence
-        ratio = pair["ms"] / pair["lfbo_ms"]
-        if ratio < best_ratio:
+        if name == BASELINE or lfbo is None:
+            continue
+        ratio = same_process_ratio(rec, lfbo)  # only a pair with the current lfbo config is evidence
+        if ratio is not None and ratio < best_ratio:
             best, best_ratio = (name, rec), ratio
     if best is None and usable:  # no lfbo record: the fastest by fresh-process time
         name = min(usable, key=lambda n: usable[n]["ms"])
