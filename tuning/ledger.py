@@ -78,15 +78,12 @@ class Ledger:
         if not isinstance(run.strategy, str) or run.project_dir is None:
             raise TypeError("a parallel run needs the strategy's registry name and the project_dir (workers rebuild both)")
         assert run.plan.device is not None
-        plan, previous = run.plan, run.previous
-        self.device_key: DeviceKey = plan.device
-        self.strategy, self.budget, self.device = run.strategy, run.budget, run.device
-        self.lock_path, self.project_dir, self.previous, self.llm = run.lock_path, run.project_dir, previous, run.llm
-        self.on_case, self.on_start = run.on_case, run.on_start
-        self.total_seconds = run.total_seconds
+        self.run = run
+        self.strategy: str = run.strategy  # the registry name, checked above: what a worker rebuilds it from
+        self.device_key: DeviceKey = run.plan.device
         self.deadline = None if run.total_seconds is None else time.time() + run.total_seconds
-        self.known: list[LockEntry] = previous.sorted_entries() if previous is not None else []
-        self.pending = tuning_order(plan.todo)
+        self.known: list[LockEntry] = run.previous.sorted_entries() if run.previous is not None else []
+        self.pending = tuning_order(run.plan.todo)
         self.anchors: dict[str, Case] = {}
         for c in self.pending:  # tuning_order puts each kernel's middle shape first: it seeds the rest
             self.anchors.setdefault(c.kernel_id, c)
@@ -105,15 +102,16 @@ class Ledger:
         if case is None:
             return None
         self.pending.remove(case)
-        context = TuneContext(case.kernel_id, case.spec.name, seeds_for(case, self.known, self.device_key), self.llm)
-        job = Job(str(self.project_dir), case.kernel_id, case.source_hash, case.spec, self.strategy, self.budget,
-                  self.device, self.device_key, context, self.deadline)
-        self.on_start(case)
+        run = self.run
+        context = TuneContext(case.kernel_id, case.spec.name, seeds_for(case, self.known, self.device_key), run.llm)
+        job = Job(str(run.project_dir), case.kernel_id, case.source_hash, case.spec, self.strategy, run.budget,
+                  run.device, self.device_key, context, self.deadline)
+        run.on_start(case)
         return case, job
 
     def tuned(self, case: Case, entry_json: dict[str, Any]) -> None:
-        self._finish(case, record_tuned(case, LockEntry.from_json(entry_json), self.lock_path, self.known,
-                                        self.previous, self.device_key))
+        self._finish(case, record_tuned(case, LockEntry.from_json(entry_json), self.run.lock_path, self.known,
+                                        self.run.previous, self.device_key))
 
     def raised(self, case: Case, error: BaseException) -> None:
         """The tuning code raised: report it (a budget that ran out is a skip); it is not retried."""
@@ -135,10 +133,10 @@ class Ledger:
         self._finish(case, CaseResult(case, "failed", error=error))
 
     def _spent(self) -> str:
-        return f"build budget total_seconds={self.total_seconds} spent"
+        return f"build budget total_seconds={self.run.total_seconds} spent"
 
     def _finish(self, case: Case, result: CaseResult) -> None:
         if self.anchors[case.kernel_id] is case:
             self.anchor_done.add(case.kernel_id)  # failed or not, the kernel's other shapes may go now
         self.results.append(result)
-        self.on_case(result)
+        self.run.on_case(result)

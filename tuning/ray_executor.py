@@ -73,7 +73,7 @@ def run_ray(run: TuneRun, address: str | None = None) -> list[CaseResult]:
     from ray.exceptions import RayError, RayTaskError
 
     ledger = Ledger(run)
-    runtime_env = job_runtime_env(ledger.project_dir)
+    runtime_env = job_runtime_env(ledger.run.project_dir)
     started_here = not ray.is_initialized()
     if started_here:  # Ray uploads local directories only for a whole job, so the driver connects here
         ray.init(address=address or None, runtime_env=runtime_env)
