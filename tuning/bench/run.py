@@ -249,7 +249,7 @@ def _log(msg: str) -> None:
 
 def run_bench(opts: BenchOptions, log: Callable[[str], None] = _log, engine: Engine | None = None) -> Store:
     from tuning.errors import KilnError
-    from tuning.strategies import _REGISTRY, Budget
+    from tuning.strategies import _REGISTRY, Budget, strategy_limits
     from tuning.tune import tuning_order
 
     engine = engine or real_engine()
@@ -290,9 +290,10 @@ def run_bench(opts: BenchOptions, log: Callable[[str], None] = _log, engine: Eng
     def stored(case: Any, name: str) -> dict[str, Any] | None:
         return run["cases"].get(case_label(case.kernel_id, case.spec.name), {}).get("strategies", {}).get(name)
 
+    limits = {s: strategy_limits(s) for s in strategies}
     todo = [(c, s) for c in cases for s in strategies
             if not Store.reusable(stored(c, s), c.source_hash, c.spec.declared, budgets[s].as_provenance())
-            or (s != BASELINE and stored(c, s).get("seeding") != SEEDING)]
+            or (s != BASELINE and not made_as_now(stored(c, s), limits[s]))]
     shard = "" if opts.shard is None else f" (shard {opts.shard[0]}/{opts.shard[1]})"
     log(f"{len(cases)} cases{shard} x {len(strategies)} strategies ({', '.join(strategies)}) on {dev_key.name} ({dev_key.arch}); "
         f"{len(cases) * len(strategies) - len(todo)} reused from {store_path}, {len(todo)} to run")
@@ -326,13 +327,23 @@ def select_shard(cases: list[Any], index: int, count: int) -> list[Any]:
     return [c for c in cases if c.kernel_id in mine]
 
 
-def own_seeds(run: Mapping[str, Any], case: Any, strategy: str) -> dict[str, dict[str, Any]]:
+def made_as_now(record: Mapping[str, Any] | None, limits: Mapping[str, Any] | None) -> bool:
+    """Whether ``record`` came from the search a build runs today: this seeding rule and these limits.
+
+    A record from before a change to the strategy's search (``strategy_limits``)
+    is rerun rather than reported, and never seeds a later shape.
+    """
+    return bool(record) and record.get("seeding") == SEEDING and record.get("strategy_limits") == limits
+
+
+def own_seeds(run: Mapping[str, Any], case: Any, strategy: str,
+              limits: Mapping[str, Any] | None = None) -> dict[str, dict[str, Any]]:
     """The configs ``strategy`` chose for ``case``'s kernel at its other shapes in this run, by shape name.
 
     What a build with ``strategy`` would have in hand when it reaches this shape
     (it tunes the kernel's shapes in ``tuning_order`` and seeds each from the
     ones finished before).  Only records of the same kernel source, made under
-    this seeding rule and without error, count.
+    this seeding rule and search limits and without error, count.
     """
     out: dict[str, dict[str, Any]] = {}
     for label, rec_case in run.get("cases", {}).items():
@@ -340,7 +351,7 @@ def own_seeds(run: Mapping[str, Any], case: Any, strategy: str) -> dict[str, dic
             continue
         rec = rec_case.get("strategies", {}).get(strategy)
         if (rec and not rec.get("error") and rec.get("config") and rec.get("source_hash") == case.source_hash
-                and rec.get("seeding") == SEEDING):
+                and made_as_now(rec, limits)):
             out[rec_case["shape_name"]] = rec["config"]
     return out
 
@@ -357,7 +368,7 @@ def _release(device: str) -> None:
 def _run_one(store: Store, run: dict[str, Any], case: Any, name: str, budget: Any, device: str, dev_key: Any,
              lock_entries: list[Any], llm: Any, peaks: Mapping[str, Any], opts: BenchOptions,
              log: Callable[[str], None], engine: Engine) -> None:
-    from tuning.strategies import TuneContext
+    from tuning.strategies import TuneContext, strategy_limits
     from tuning.tune import SEED_LIMIT, seeds_for
 
     from .roofline import fraction
@@ -365,12 +376,13 @@ def _run_one(store: Store, run: dict[str, Any], case: Any, name: str, budget: An
     label = case_label(case.kernel_id, case.spec.name)
     # What a build with this strategy would know here (SEEDING): its own earlier shapes, then the lock's.
     others = [e for e in lock_entries if e.kernel == case.kernel_id and e.shape_name != case.spec.name]
-    own = own_seeds(run, case, name) if name != BASELINE else {}
+    limits = strategy_limits(name)
+    own = own_seeds(run, case, name, limits) if name != BASELINE else {}
     from_lock = [s for s in seeds_for(case, others, dev_key) if s not in own.values()]
     seeds = (*own.values(), *from_lock)[:SEED_LIMIT]
     context = TuneContext(case.kernel_id, case.spec.name, seeds, llm if name in LLM_STRATEGIES else None)
     record: dict[str, Any] = {"strategy": name, "source_hash": case.source_hash, "spec": case.spec.declared,
-                              "budget": budget.as_provenance(), "seeding": SEEDING,
+                              "budget": budget.as_provenance(), "seeding": SEEDING, "strategy_limits": limits,
                               "seeded_from_shapes": sorted(own), "seeds_from_lock": len(seeds) - len(own)}
     log(f"tune {label} with {name}")
     t0 = time.perf_counter()

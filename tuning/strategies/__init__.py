@@ -40,4 +40,14 @@ def get_strategy(name: str) -> Strategy:
     return getattr(importlib.import_module(module), cls)()
 
 
-__all__ = ["STRATEGY_NAMES", "Budget", "LlmSettings", "Strategy", "TuneContext", "TuneOutcome", "get_strategy", "resolve_name"]
+def strategy_limits(name: str) -> dict[str, object] | None:
+    """What shapes ``name``'s search beyond its budget (``limits()``), or None where Helion's profile decides.
+
+    For provenance: a result is only comparable with results made under the same limits.
+    """
+    module, _, cls = _REGISTRY[name].partition(":")
+    limits = getattr(getattr(importlib.import_module(module), cls), "limits", None)
+    return limits() if callable(limits) else None
+
+
+__all__ = ["STRATEGY_NAMES", "Budget", "LlmSettings", "Strategy", "TuneContext", "TuneOutcome", "get_strategy", "resolve_name", "strategy_limits"]

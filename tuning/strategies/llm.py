@@ -273,8 +273,15 @@ class LlmStrategy:
         return _run_or_fall_back(search, budget.max_configs, bound_kernel, args, budget, context, session)
 
 
+def _hybrid_limits() -> dict[str, Any]:
+    from .seeded import search_limits
+
+    return search_limits()  # stage 2 is seeded's search (WITH_SEEDS)
+
+
 class HybridStrategy:
     name = "hybrid"
+    limits = staticmethod(_hybrid_limits)
 
     def tune(self, bound_kernel: Any, args: Sequence[object], budget: Budget, context: TuneContext) -> TuneOutcome:
         if context.llm is None:

@@ -21,8 +21,13 @@ from .lfbo import apply_budget_settings, run_search, search_kwargs
 
 # Reduced searches, cut down from Helion's quick profile (initial_population 30,
 # copies 2, max_generations 5, polish_rounds 10).  Explicit budget keys win.
-WITH_SEEDS = {"initial_population": 8, "copies": 1, "max_generations": 3, "polish_rounds": 2}
-COMPILER_SEEDS_ONLY = {"initial_population": 16, "copies": 1, "max_generations": 4, "polish_rounds": 3}
+# The polish keeps Helion's cap of 10 rounds: its descent stops by itself at the
+# first round that does not improve, and rounds are cheap (one radius-1
+# neighbourhood, ~35 configs in 8-15 s on attention, H200).  With a cap of 2-3
+# the descent was still improving when cut in 3 of seeded's 5 attention runs
+# (bench/logs/table_session11), each of which ended 1.05-1.10x behind lfbo.
+WITH_SEEDS = {"initial_population": 8, "copies": 1, "max_generations": 3, "polish_rounds": 10}
+COMPILER_SEEDS_ONLY = {"initial_population": 16, "copies": 1, "max_generations": 4, "polish_rounds": 10}
 
 # Fast finish.  On the H200 (bench/strategies_gpu.json, README "Where seeded's time
 # goes") seeded's search proper took 40-90 s, but two fixed costs came on top:
@@ -62,8 +67,20 @@ def reduced_limits(budget: Budget, limits: dict[str, int]) -> dict[str, int]:
     return {k: (getattr(budget, k, None) if getattr(budget, k, None) is not None else v) for k, v in limits.items()}
 
 
+def search_limits() -> dict[str, Any]:
+    """Everything that shapes seeded's search besides the budget, for a record's provenance.
+
+    ``kiln bench`` stores it with each result and reruns a result made under
+    other limits, so a changed search is never judged by an old one's numbers.
+    """
+    return {"with_seeds": WITH_SEEDS, "compiler_seeds_only": COMPILER_SEEDS_ONLY,
+            "fast_finish": {"compile_timeout_s": FAST_FINISH_COMPILE_TIMEOUT_S, "top_k": FAST_FINISH_TOP_K,
+                            "target_ms": FAST_FINISH_TARGET_MS}}
+
+
 class SeededStrategy:
     name = "seeded"
+    limits = staticmethod(search_limits)
 
     def tune(self, bound_kernel: Any, args: Sequence[object], budget: Budget, context: TuneContext) -> TuneOutcome:
         import helion
