@@ -22,6 +22,7 @@ from tuning.bench.run import BenchOptions, Engine, run_bench
 from tuning.bench.store import Store
 from tuning.cli import main as kiln_main
 from tuning.plan import Case
+from tuning.strategies import _REGISTRY, strategy_limits
 from tuning.runtime.keys import DeviceKey
 from tuning.specs import ShapeSpec
 
@@ -126,18 +127,24 @@ def _rec(sec: float, cfgs: int, ms: float, config: dict[str, Any], **extra: Any)
             "trajectory": {"points": [[1, 3 * ms], [cfgs // 2, 1.5 * ms], [cfgs, ms]]}, **extra}
 
 
+LIMITS = {name: strategy_limits(name) for name in _REGISTRY}  # today's searches, as `kiln bench --report` passes them
+NOW = {"strategy_limits": LIMITS["seeded"]}  # a seeded record made by today's search
+
+
 def _synthetic_store(path: Path) -> Store:
     lf_a, lf_b = {"b": [64]}, {"b": [128]}
     cases = {
         # same-process pair with the current lfbo config: latency ratio 1.0 / 0.98
         "p.m:a@small": {"lfbo": _rec(100, 400, 1.0, lf_a),
-                        "seeded": _rec(25, 50, 1.02, {"b": [32]}, vs_lfbo={"lfbo_config": lf_a, "lfbo_ms": 0.98, "ms": 1.0})},
+                        "seeded": _rec(25, 50, 1.02, {"b": [32]}, vs_lfbo={"lfbo_config": lf_a, "lfbo_ms": 0.98, "ms": 1.0}, **NOW)},
         # pair measured against an older lfbo config: falls back to 2.1 / 2.0
         # lfbo stopped at its 60 s cap (58 s >= 0.95 x 60): flagged, still in the geomeans
         "p.m:b@small": {"lfbo": _rec(58, 300, 2.0, lf_b, budget={"seconds": 60}),
-                        "seeded": _rec(20, 100, 2.1, {"b": [16]}, vs_lfbo={"lfbo_config": {"b": [1]}, "lfbo_ms": 1.0, "ms": 1.0})},
-        "p.m:c@small": {"seeded": _rec(10, 10, 1.0, {"b": [8]})},  # no lfbo baseline
-        "p.m:d@small": {"lfbo": _rec(50, 200, 1.0, lf_a), "seeded": {"error": "RuntimeError: boom", "source_hash": "h", "spec": "s"}},
+                        "seeded": _rec(20, 100, 2.1, {"b": [16]}, vs_lfbo={"lfbo_config": {"b": [1]}, "lfbo_ms": 1.0, "ms": 1.0},
+                                       **NOW)},
+        "p.m:c@small": {"seeded": _rec(10, 10, 1.0, {"b": [8]}, **NOW)},  # no lfbo baseline
+        "p.m:d@small": {"lfbo": _rec(50, 200, 1.0, lf_a),
+                        "seeded": {"error": "RuntimeError: boom", "source_hash": "h", "spec": "s", **NOW}},
     }
     doc = {"format": 1, "runs": {"H200|triton:sm90|helion=1.5.0|torch=2|triton=3": {
         "gpu": {"name": "H200", "arch": "triton:sm90"}, "versions": {"helion": "1.5.0", "torch": "2", "triton": "3"},
@@ -150,7 +157,7 @@ def _synthetic_store(path: Path) -> Store:
 
 def test_report_geomeans_markdown_and_pngs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     store = _synthetic_store(tmp_path / "store.json")
-    (run_summary,) = summary_json(store)["runs"]
+    (run_summary,) = summary_json(store, LIMITS)["runs"]
     s = run_summary["strategies"]
     # By hand: time ratios 100/25=4 and 58/20=2.9; configs 400/50=8 and 300/100=3; latency 1/0.98 and 2.1/2.0.
     assert s["seeded"]["cases"] == 2
@@ -159,6 +166,9 @@ def test_report_geomeans_markdown_and_pngs(tmp_path: Path, capsys: pytest.Captur
     assert s["seeded"]["geomean_configs_ratio"] == pytest.approx(math.sqrt(24))
     assert s["seeded"]["geomean_latency_ratio"] == pytest.approx(math.sqrt(1 / 0.98 * 1.05))
     assert s["seeded"]["worst_latency_ratio"] == pytest.approx(1.05)
+    # The bar: 4x time (3.41: no), latency geomean <= 1.01 (1.0351: no), worst <= 1.05 (1.05: yes, nothing over).
+    assert s["seeded"]["meets_bar"] == {"time_ratio": False, "latency_geomean": False, "worst_latency": True}
+    assert s["seeded"]["cases_over_worst_bar"] == []
     assert s["lfbo"] == {"cases": 3, "geomean_time_ratio": 1.0, "geomean_configs_ratio": 1.0,
                          "geomean_latency_ratio": 1.0, "worst_latency_ratio": 1.0}
     assert {(e["case"], e["strategy"]) for e in run_summary["excluded_from_geomeans"]} == {
@@ -175,7 +185,9 @@ def test_report_geomeans_markdown_and_pngs(tmp_path: Path, capsys: pytest.Captur
     assert kiln_main(["bench", "--report", "--store", str(store.path), "--out", str(out)]) == 0
     md = (out / "README.md").read_text()
     assert md == markdown(store, {run_summary["key"]: {"best latency vs configs explored": [p.name for p in out.glob("trajectory_*.png")],
-                                                          "per-case tuning-time ratio": [p.name for p in out.glob("time_ratio_*.png")]}}) + "\n"
+                                                          "per-case tuning-time ratio": [p.name for p in out.glob("time_ratio_*.png")]}},
+                          LIMITS) + "\n"
+    assert f"| seeded | 2 | {math.sqrt(4 * 2.9):.2f} **no** | {math.sqrt(1 / 0.98 * 1.05):.4f} **no** | 1.0500 yes | 0 |" in md
     assert f"| seeded | 2 | {math.sqrt(4 * 2.9):.2f} | {math.sqrt(24):.2f} | {math.sqrt(1 / 0.98 * 1.05):.4f} | 1.0500 |" in md
     assert "`lfbo` stopped at its `seconds` cap" in md and "\n- p.m:b@small\n" in md
     assert "p.m:c@small `seeded`: no matching lfbo baseline" in md and "p.m:d@small `seeded`: failed: RuntimeError: boom" in md
@@ -184,6 +196,42 @@ def test_report_geomeans_markdown_and_pngs(tmp_path: Path, capsys: pytest.Captur
     for p in pngs:
         assert p.read_bytes()[:8] == PNG_MAGIC and p.stat().st_size > 5000
         assert f"]({p.name})" in md
+
+
+def test_report_keeps_an_earlier_search_apart_and_says_why_a_case_misses_the_bar(tmp_path: Path) -> None:
+    lf = {"b": [64]}
+    older = {**LIMITS["seeded"], "with_seeds": {**LIMITS["seeded"]["with_seeds"], "polish_rounds": 2}}
+    cases = {
+        # today's seeded, 1.10x in the same process; its search saw its pick 10% behind lfbo's best
+        "p.m:a@medium": {"lfbo": _rec(400, 500, 1.0, lf, search_best_ms=0.9),
+                         "seeded": _rec(50, 80, 1.1, {"b": [32]}, search_best_ms=0.99, seeded_from_shapes=[], seeds_from_lock=0,
+                                        seeding="x", vs_lfbo={"lfbo_config": lf, "lfbo_ms": 1.0, "ms": 1.1}, **NOW)},
+        # today's seeded, 1.08x, though its search rated it level with lfbo's (a flattering clock)
+        "p.m:a@small": {"lfbo": _rec(300, 400, 1.0, lf, search_best_ms=0.5),
+                        "seeded": _rec(60, 90, 1.08, {"b": [16]}, search_best_ms=0.5, seeded_from_shapes=["medium"],
+                                       seeds_from_lock=1, seeding="x", vs_lfbo={"lfbo_config": lf, "lfbo_ms": 1.0, "ms": 1.08}, **NOW)},
+        # an earlier seeded search (other limits) and one from before limits were recorded: both kept apart
+        "p.m:b@small": {"lfbo": _rec(300, 400, 1.0, lf), "seeded": _rec(30, 40, 1.0, {"b": [8]}, strategy_limits=older)},
+        "p.m:c@small": {"lfbo": _rec(300, 400, 1.0, lf), "seeded": _rec(30, 40, 1.0, {"b": [4]})},
+    }
+    doc = {"format": 1, "runs": {"H200|x": {
+        "gpu": {"name": "H200", "arch": "triton:sm90"}, "versions": {"helion": "1.5.0"}, "peaks": {},
+        "cases": {label: {"kernel_id": label.partition("@")[0], "shape_name": label.partition("@")[2], "strategies": s}
+                  for label, s in cases.items()}}}}
+    store = Store(tmp_path / "store.json", doc)
+    (run,) = summary_json(store, LIMITS)["runs"]
+    s = run["strategies"]
+    assert s["seeded"]["cases"] == 2 and s["seeded (earlier search)"]["cases"] == 2
+    assert s["seeded"]["meets_bar"] == {"time_ratio": True, "latency_geomean": False, "worst_latency": False}
+    assert s["seeded"]["cases_over_worst_bar"] == ["p.m:a@medium", "p.m:a@small"]
+    assert s["seeded (earlier search)"]["worst_latency_ratio"] == pytest.approx(1.0)
+    md = markdown(store, None, LIMITS)
+    assert "- p.m:a@medium `seeded` 1.1000: cold start (no seeds); its search already rated its pick 10.0% behind" in md
+    assert ("- p.m:a@small `seeded` 1.0800: seeded from medium + 1 lock; its search rated its pick 0.0% ahead of lfbo's best "
+            "(0.5 vs 0.5 ms, each search's clock), the fresh process 1.080x: the search's timings flattered its pick") in md
+    assert "`name (earlier search)`: made by an earlier version" in md
+    # Read without today's limits (no strategies at hand), nothing is relabelled.
+    assert set(summary_json(store)["runs"][0]["strategies"]) == {"lfbo", "seeded"}
 
 
 # ----------------------------------------------------------------------------- (3) one real run, Pallas interpret

@@ -137,14 +137,16 @@ def cmd_bench(ns: argparse.Namespace) -> int:
     store_path = Path(ns.store) if ns.store else project / DEFAULT_STORE
     if ns.report:
         from .bench.report import summary_json, write_report
+        from .strategies import _REGISTRY, strategy_limits
 
         if not store_path.exists():
             raise KilnError(f"{store_path}: no bench store yet (run `kiln bench` first)")
         store = Store.load(store_path)
+        limits = {name: strategy_limits(name) for name in _REGISTRY}  # today's searches: older results shown apart
         if ns.json:
-            print(json.dumps(summary_json(store), indent=2, sort_keys=True))
+            print(json.dumps(summary_json(store, limits), indent=2, sort_keys=True))
         else:
-            path = write_report(store, Path(ns.out) if ns.out else store_path.parent / "report")
+            path = write_report(store, Path(ns.out) if ns.out else store_path.parent / "report", limits)
             print(f"kiln bench: report written to {path}")
         return 0
     if ns.to_lock:

@@ -4,8 +4,9 @@ No LLM, so it suits air-gapped builders.  Seeds come from the lock (the same
 kernel at other shapes and on other GPUs) and from shapes finished earlier in
 this build; Helion adds its compiler-derived seed configs itself.  A seed
 added to a fixed-budget profile saves nothing (DESIGN.md), so here the seeds
-*replace* exploration: a small random pad, one search path, few generations
-and polish rounds, and Helion's plateau stop.  With no known config at all
+*replace* exploration: a small random pad, one search path, few generations,
+Helion's plateau stop, and a polish descent that runs until a round stops
+improving.  With no known config at all
 (the first shape of a new kernel) Helion's compiler-derived seeds and the
 default config anchor the search, with a somewhat larger random pad.
 """
@@ -24,8 +25,8 @@ from .lfbo import apply_budget_settings, run_search, search_kwargs
 # The polish keeps Helion's cap of 10 rounds: its descent stops by itself at the
 # first round that does not improve, and rounds are cheap (one radius-1
 # neighbourhood, ~35 configs in 8-15 s on attention, H200).  With a cap of 2-3
-# the descent was still improving when cut in 3 of seeded's 5 attention runs
-# (bench/logs/table_session11), each of which ended 1.05-1.10x behind lfbo.
+# the descent's best still fell in its last allowed round in 3 of seeded's 5
+# attention runs (bench/logs/table_session10, table_session11).
 WITH_SEEDS = {"initial_population": 8, "copies": 1, "max_generations": 3, "polish_rounds": 10}
 COMPILER_SEEDS_ONLY = {"initial_population": 16, "copies": 1, "max_generations": 4, "polish_rounds": 10}
 
