@@ -16,6 +16,10 @@
 #                    from the committed bench/results/store.json; PRE_A/PRE_B run first; returns at once
 #   llm-bench [s]  : hybrid and llm through bench/fixed_answer_llm.py (fixed answers from kiln.lock: not an
 #                    LLM) on CASES (default rms_norm and softmax at medium), lfbo baseline from the same store
+#   variants       : (as PRE_A / PRE_B of `table`) seeded variants against the stored lfbo baselines:
+#                    VARIANTS="name=-C key=value ...|name2=..." on CASES (default the five measured attention
+#                    cases), each variant in its own copy of the committed store ($R/var_<name>.json; read it
+#                    with `kiln bench --report --store`), so no variant overwrites the table's seeded records
 #   table-wait [s] : wait up to s seconds (or until the table is done), copy the store to $OUT
 #                    (copy it back to bench/results/store.json, `kiln bench --to-lock`, commit: the next session resumes)
 set -u
@@ -95,6 +99,15 @@ llm-bench)
     -C "llm_api_base=http://127.0.0.1:$(cat "$R/port")/v1" -C "llm_log=$R/llm.log" --gpus 0,1 --store "$R/store.json" \
     > "$R/llm_bench.log" 2>&1; echo "llm-bench rc=$?"; kill %1 2>/dev/null
   cp "$R/store.json" "$R/llm_bench.log" "$R/llm.log" "$OUT/" 2>/dev/null; tail -5 "$R/llm_bench.log" ;;
+variants)
+  cases=${CASES:-model_kernels.attention:attention@medium,model_kernels.attention:attention@small,model_kernels.attention:attention@large,model_kernels.attention:attention_causal@medium,model_kernels.attention:attention_causal@small}
+  IFS='|' read -ra vs <<< "${VARIANTS:?VARIANTS=name=-C key=value|...}"
+  for v in "${vs[@]}"; do
+    name=${v%%=*}; cp bench/results/store.json "$R/var_$name.json"
+    # shellcheck disable=SC2086  # the variant's -C options split into words on purpose
+    python3 -m tuning.cli bench --cases "$cases" --strategies seeded -C seconds=900 ${v#*=} \
+      --store "$R/var_$name.json" > "$R/var_$name.log" 2>&1; echo "variant $name rc=$?"
+  done ;;
 table-wait)
   wait_jobs "${1:-500}"; cp "$R/store.json" "$OUT/" 2>/dev/null; grep -hE "^kiln bench: (done|FAILED)" "$R"/table?.log | tail -20; pack ;;
 scaling)
