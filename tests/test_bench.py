@@ -118,6 +118,16 @@ def test_store_resume_reuses_baseline_and_source_hash_invalidates(tmp_path: Path
     bench(["lfbo", "seeded"])
     assert tune.calls == [("pkg.m:k@small", "lfbo"), ("pkg.m:k@small", "seeded")]
 
+    # A changed seeded search (other strategy_limits) reruns seeded's records, and only those.
+    import tuning.strategies.seeded as seeded_mod
+
+    assert rec["strategy_limits"] == seeded_mod.search_limits()
+    tune.calls.clear()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setitem(seeded_mod.WITH_SEEDS, "polish_rounds", 99)
+        bench(["lfbo", "seeded"])
+    assert tune.calls == [("pkg.m:k@small", "seeded"), ("pkg.m:k@large", "seeded")]
+
 
 # ----------------------------------------------------------------------------- (2) report on a synthetic store
 
