@@ -17,7 +17,8 @@
 #   llm-bench [s]  : hybrid and llm through bench/fixed_answer_llm.py (fixed answers from kiln.lock: not an
 #                    LLM) on CASES (default rms_norm and softmax at medium), lfbo baseline from the same store
 #   variants       : (as PRE_A / PRE_B of `table`) seeded variants against the stored lfbo baselines:
-#                    VARIANTS="name=-C key=value ...|name2=..." on CASES (default the five measured attention
+#                    VARIANTS="name=with_seeds.copies=2,with_seeds.initial_population=24|name2=..." (seeded's
+#                    limit tables, through bench/seeded_variant.py) on CASES (default the five measured attention
 #                    cases), each variant in its own copy of the committed store ($R/var_<name>.json; read it
 #                    with `kiln bench --report --store`), so no variant overwrites the table's seeded records
 #   table-wait [s] : wait up to s seconds (or until the table is done), copy the store to $OUT
@@ -101,11 +102,12 @@ llm-bench)
   cp "$R/store.json" "$R/llm_bench.log" "$R/llm.log" "$OUT/" 2>/dev/null; tail -5 "$R/llm_bench.log" ;;
 variants)
   cases=${CASES:-model_kernels.attention:attention@medium,model_kernels.attention:attention@small,model_kernels.attention:attention@large,model_kernels.attention:attention_causal@medium,model_kernels.attention:attention_causal@small}
-  IFS='|' read -ra vs <<< "${VARIANTS:?VARIANTS=name=-C key=value|...}"
+  IFS='|' read -ra vs <<< "${VARIANTS:?VARIANTS=name=table.key=int,...|...}"
   for v in "${vs[@]}"; do
-    name=${v%%=*}; cp bench/results/store.json "$R/var_$name.json"
-    # shellcheck disable=SC2086  # the variant's -C options split into words on purpose
-    python3 -m tuning.cli bench --cases "$cases" --strategies seeded -C seconds=900 ${v#*=} \
+    name=${v%%=*}; sets=(); IFS=',' read -ra items <<< "${v#*=}"
+    for it in "${items[@]}"; do sets+=(--set "$it"); done
+    cp bench/results/store.json "$R/var_$name.json"
+    python3 bench/seeded_variant.py "${sets[@]}" -- bench --cases "$cases" --strategies seeded -C seconds=900 \
       --store "$R/var_$name.json" > "$R/var_$name.log" 2>&1; echo "variant $name rc=$?"
   done ;;
 table-wait)

@@ -129,6 +129,25 @@ def test_store_resume_reuses_baseline_and_source_hash_invalidates(tmp_path: Path
     assert tune.calls == [("pkg.m:k@small", "seeded"), ("pkg.m:k@large", "seeded")]
 
 
+def test_seeded_variant_changes_the_search_and_the_records_say_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import tuning.strategies.seeded as seeded_mod
+    from bench.seeded_variant import apply
+
+    monkeypatch.setattr(seeded_mod, "WITH_SEEDS", dict(seeded_mod.WITH_SEEDS))
+    monkeypatch.setattr(seeded_mod, "COMPILER_SEEDS_ONLY", dict(seeded_mod.COMPILER_SEEDS_ONLY))
+    apply(["with_seeds.copies=2", "compiler_seeds_only.initial_population=40"])
+    assert seeded_mod.WITH_SEEDS["copies"] == 2 and seeded_mod.COMPILER_SEEDS_ONLY["initial_population"] == 40
+    opts = BenchOptions(tmp_path, {}, None, ["seeded"], tmp_path / "store.json")
+    store = run_bench(opts, log=lambda m: None, engine=_fake_engine([_case("pkg.m:k", "s")], FakeTune(), []))
+    (run_doc,) = store.doc["runs"].values()
+    limits = run_doc["cases"]["pkg.m:k@s"]["strategies"]["seeded"]["strategy_limits"]
+    assert limits["with_seeds"]["copies"] == 2 and limits["compiler_seeds_only"]["initial_population"] == 40
+    with pytest.raises(SystemExit, match=r"unknown limit 'with_seeds\.nope'; valid: with_seeds\.initial_population, "):
+        apply(["with_seeds.nope=1"])
+    with pytest.raises(SystemExit, match="with_seeds.copies wants an integer, got 'two'"):
+        apply(["with_seeds.copies=two"])
+
+
 # ----------------------------------------------------------------------------- (2) report on a synthetic store
 
 def _rec(sec: float, cfgs: int, ms: float, config: dict[str, Any], **extra: Any) -> dict[str, Any]:
@@ -231,15 +250,15 @@ def test_report_keeps_an_earlier_search_apart_and_says_why_a_case_misses_the_bar
     store = Store(tmp_path / "store.json", doc)
     (run,) = summary_json(store, LIMITS)["runs"]
     s = run["strategies"]
-    assert s["seeded"]["cases"] == 2 and s["seeded (earlier search)"]["cases"] == 2
+    assert s["seeded"]["cases"] == 2 and s["seeded (other search)"]["cases"] == 2
     assert s["seeded"]["meets_bar"] == {"time_ratio": True, "latency_geomean": False, "worst_latency": False}
     assert s["seeded"]["cases_over_worst_bar"] == ["p.m:a@medium", "p.m:a@small"]
-    assert s["seeded (earlier search)"]["worst_latency_ratio"] == pytest.approx(1.0)
+    assert s["seeded (other search)"]["worst_latency_ratio"] == pytest.approx(1.0)
     md = markdown(store, None, LIMITS)
     assert "- p.m:a@medium `seeded` 1.1000: cold start (no seeds); its search already rated its pick 10.0% behind" in md
     assert ("- p.m:a@small `seeded` 1.0800: seeded from medium + 1 lock; its search rated its pick 0.0% ahead of lfbo's best "
             "(0.5 vs 0.5 ms, each search's clock), the fresh process 1.080x: the search's timings flattered its pick") in md
-    assert "`name (earlier search)`: made by an earlier version" in md
+    assert "`name (other search)`: made by an earlier or trial version" in md
     # Read without today's limits (no strategies at hand), nothing is relabelled.
     assert set(summary_json(store)["runs"][0]["strategies"]) == {"lfbo", "seeded"}
 

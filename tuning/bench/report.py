@@ -45,9 +45,9 @@ BAR_TIME_RATIO = 4.0
 BAR_LATENCY_GEOMEAN = 1.01
 BAR_WORST_LATENCY = 1.05
 
-# Label suffix for records made by an earlier version of a strategy's search
-# (other ``strategy_limits`` than today's): reported apart, never mixed in.
-EARLIER = " (earlier search)"
+# Label suffix for records made by an earlier or trial version of a strategy's
+# search (other ``strategy_limits`` than today's): reported apart, never mixed in.
+OTHER_SEARCH = " (other search)"
 
 # A baseline whose tuning time reached this share of its ``seconds`` budget was
 # stopped by the cap, not by LFBO's own convergence.
@@ -87,7 +87,7 @@ def case_ratios(rec: dict[str, Any], base: dict[str, Any]) -> dict[str, Any]:
 
 
 def display_name(name: str, rec: dict[str, Any], limits: dict[str, Any] | None) -> str:
-    """``name``, or ``name (earlier search)`` when ``rec`` was made under other search limits than today's.
+    """``name``, or ``name (other search)`` when ``rec`` was made under other search limits than today's.
 
     ``limits`` maps strategy names to today's ``strategy_limits`` (None: don't
     check, as for a store read without the strategies at hand).  A changed
@@ -95,7 +95,7 @@ def display_name(name: str, rec: dict[str, Any], limits: dict[str, Any] | None) 
     """
     if limits is None or name == BASELINE or name not in limits:
         return name
-    return name if rec.get("strategy_limits") == limits[name] else name + EARLIER
+    return name if rec.get("strategy_limits") == limits[name] else name + OTHER_SEARCH
 
 
 def shortfall_why(rec: dict[str, Any], base: dict[str, Any], ratio: float) -> str:
@@ -233,9 +233,10 @@ def bar_lines(a: dict[str, Any]) -> list[str]:
         lines += ["", f"Cases over {BAR_WORST_LATENCY}, and what their records say:", ""]
         lines += [f"- {row['case']} `{row['strategy']}` {row['ratios']['latency_ratio']:.4f}: {row['shortfall']}"
                   for row in short]
-    if any(EARLIER in n for n in a["strategies"]):
-        lines += ["", f"`name{EARLIER}`: made by an earlier version of that strategy's search (other search limits than "
-                  "today's); kept apart from today's numbers until `kiln bench` reruns them."]
+    if any(OTHER_SEARCH in n for n in a["strategies"]):
+        lines += ["", f"`name{OTHER_SEARCH}`: made by an earlier or trial version of that strategy's search (other search "
+                  "limits than today's, `strategy_limits` in the store); kept apart from today's numbers, and rerun by "
+                  "`kiln bench` on the table's store."]
     return lines + [""]
 
 

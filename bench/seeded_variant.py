@@ -1,0 +1,58 @@
+"""Run `kiln bench` with `seeded`'s search limits changed, to measure a candidate search before adopting it.
+
+Why a wrapper and not a setting: the limits (tuning/strategies/seeded.py: WITH_SEEDS,
+COMPILER_SEEDS_ONLY) are the strategy's design, not a user knob; trying a new design
+should not add one.  The bench records `strategy_limits` with every result, so the
+variant's records say exactly which search made them, and the committed table never
+mixes them with today's `seeded` (run variants on a copy of the store).
+
+    python bench/seeded_variant.py --set with_seeds.copies=2 --set with_seeds.initial_population=24 \\
+        -- bench --cases model_kernels.attention:attention@medium --strategies seeded --store /tmp/var.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def apply(settings: list[str]) -> dict[str, dict[str, int]]:
+    """Set ``table.key=int`` items on seeded's limit tables in place; return the tables as changed."""
+    from tuning.strategies import seeded
+
+    tables = {"with_seeds": seeded.WITH_SEEDS, "compiler_seeds_only": seeded.COMPILER_SEEDS_ONLY}
+    for item in settings:
+        target, _, value = item.partition("=")
+        table, _, key = target.partition(".")
+        if table not in tables or key not in tables[table]:
+            valid = ", ".join(f"{t}.{k}" for t, d in tables.items() for k in d)
+            raise SystemExit(f"seeded_variant: unknown limit {target!r}; valid: {valid}")
+        try:
+            tables[table][key] = int(value)
+        except ValueError:
+            raise SystemExit(f"seeded_variant: {target} wants an integer, got {value!r}") from None
+    return tables
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    ours, kiln = (argv[: argv.index("--")], argv[argv.index("--") + 1:]) if "--" in argv else (argv, [])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--set", action="append", default=[], metavar="TABLE.KEY=INT",
+                    help="e.g. with_seeds.copies=2 (tables: with_seeds, compiler_seeds_only)")
+    ns = ap.parse_args(ours)
+    if not kiln:
+        ap.error("give the kiln command after --, e.g. -- bench --cases ... --store ...")
+    tables = apply(ns.set)
+    print(f"seeded_variant: {tables}", file=sys.stderr, flush=True)
+    from tuning.cli import main as kiln_main
+
+    return kiln_main(kiln)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
