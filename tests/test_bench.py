@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 
 from conftest import PALLAS_INTERPRET, clean_env, run
-from tuning.bench.report import analyse, markdown, summary_json, write_report
+from tuning.bench.compare import analyse, summary_json
+from tuning.bench.report import markdown
 from tuning.bench.run import BenchOptions, Engine, run_bench
 from tuning.bench.store import Store
 from tuning.cli import main as kiln_main

@@ -136,7 +136,8 @@ def cmd_bench(ns: argparse.Namespace) -> int:
     project = Path(ns.project).resolve()
     store_path = Path(ns.store) if ns.store else project / DEFAULT_STORE
     if ns.report:
-        from .bench.report import summary_json, write_report
+        from .bench.compare import summary_json
+        from .bench.report import write_report
         from .strategies import _REGISTRY, strategy_limits
 
         if not store_path.exists():

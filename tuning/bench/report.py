@@ -1,204 +1,15 @@
-"""`kiln bench --report`: a markdown table, PNG plots and a JSON summary, all against ``lfbo``.
-
-Per case and strategy, against the ``lfbo`` record of the same case:
-
-- tuning-time ratio = lfbo tuning seconds / strategy tuning seconds (> 1: faster);
-- configs ratio = lfbo configs tested / strategy configs tested (> 1: fewer);
-- latency ratio = strategy ms / lfbo ms (< 1: faster kernel), from the pair
-  re-measured interleaved in one fresh process when that pair used the
-  current lfbo config, else from the two records' fresh-process latencies.
-
-Per strategy: geomeans of those ratios, the worst (largest) latency ratio and
-the case count.  A case with no usable lfbo record (or a failed run) is listed
-but left out of the geomeans.
-"""
+"""`kiln bench --report`: the comparison against ``lfbo`` (``compare``) as a markdown table, PNG plots and a JSON summary."""
 
 from __future__ import annotations
 
 import json
-import math
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from . import BASELINE
+from .compare import (BAR_LATENCY_GEOMEAN, BAR_TIME_RATIO, BAR_WORST_LATENCY, OTHER_SEARCH, analyse, display_name,
+                      seeds_label, summary_json)
 from .store import Store
-
-
-def geomean(values: Iterable[float]) -> float | None:
-    vals = [v for v in values if v is not None and v > 0 and math.isfinite(v)]
-    return math.exp(sum(math.log(v) for v in vals) / len(vals)) if vals else None
-
-
-def _ok(rec: dict[str, Any] | None) -> bool:
-    return bool(rec) and not rec.get("error") and rec.get("ms") and rec.get("tuning_seconds") and rec.get("configs_tested")
-
-
-# Model ids of stand-ins that serve fixed answers (bench/fixed_answer_llm.py): the
-# report must never let their numbers pass for an LLM's.
-NOT_AN_LLM = ("openai/fixed-answers",)
-
-# The bar a strategy is held to against lfbo (issue #5), never tuned away: at
-# least 4x less tuning time (geomean), a geomean latency ratio of 1.01 or less,
-# and no case over 1.05.
-BAR_TIME_RATIO = 4.0
-BAR_LATENCY_GEOMEAN = 1.01
-BAR_WORST_LATENCY = 1.05
-
-# Label suffix for records made by an earlier or trial version of a strategy's
-# search (other ``strategy_limits`` than today's): reported apart, never mixed in.
-OTHER_SEARCH = " (other search)"
-
-# A baseline whose tuning time reached this share of its ``seconds`` budget was
-# stopped by the cap, not by LFBO's own convergence.
-CAP_SHARE = 0.95
-
-
-def hit_seconds_cap(rec: dict[str, Any] | None) -> bool:
-    """Whether ``rec`` ran into its budget's wall cap.
-
-    Why it matters: the 33-case table is built across device sessions, so
-    ``lfbo`` runs with a generous ``seconds`` cap to fit one; a capped baseline
-    is cheaper and maybe slower than full LFBO, which flatters the strategy's
-    time ratio and latency ratio, so the report names every such case.
-    """
-    cap = ((rec or {}).get("budget") or {}).get("seconds")
-    spent = (rec or {}).get("tuning_seconds")
-    return bool(cap and spent and spent >= CAP_SHARE * cap)
-
-
-def same_process_ratio(rec: dict[str, Any], base: dict[str, Any]) -> float | None:
-    """``rec``'s ms over lfbo's, both re-measured in one fresh process, when that pair used ``base``'s
-    (the current lfbo) config; else None. Only such a pair compares two configs without process noise."""
-    pair = rec.get("vs_lfbo") or {}
-    if pair.get("lfbo_config") != base.get("config") or not pair.get("lfbo_ms"):
-        return None
-    return pair["ms"] / pair["lfbo_ms"]
-
-
-def case_ratios(rec: dict[str, Any], base: dict[str, Any]) -> dict[str, Any]:
-    paired = same_process_ratio(rec, base)
-    return {
-        "time_ratio": base["tuning_seconds"] / rec["tuning_seconds"],
-        "configs_ratio": base["configs_tested"] / rec["configs_tested"],
-        "latency_ratio": paired if paired is not None else rec["ms"] / base["ms"],
-        "latency_from": "same process" if paired is not None else "separate processes",
-    }
-
-
-def display_name(name: str, rec: dict[str, Any], limits: dict[str, Any] | None) -> str:
-    """``name``, or ``name (other search)`` when ``rec`` was made under other search limits than today's.
-
-    ``limits`` maps strategy names to today's ``strategy_limits`` (None: don't
-    check, as for a store read without the strategies at hand).  A changed
-    search must not borrow its predecessor's numbers, nor hide them.
-    """
-    if limits is None or name == BASELINE or name not in limits:
-        return name
-    return name if rec.get("strategy_limits") == limits[name] else name + OTHER_SEARCH
-
-
-def shortfall_why(rec: dict[str, Any], base: dict[str, Any], ratio: float) -> str:
-    """What the records say about a case over the worst-case bar: the seeds, and where the gap showed.
-
-    Each search times its candidates with Helion's clock (L2 flushed per call)
-    and keeps its own best; the judge re-times both picks in one fresh process.
-    If the search already saw its pick behind lfbo's best, the search stopped in
-    a slower basin; if it saw them level, the search's timings flattered its pick.
-    """
-    seeds = seeds_label(rec)
-    start = "cold start (no seeds)" if seeds.startswith("cold") else f"seeded from {seeds}"
-    mine, theirs = rec.get("search_best_ms"), base.get("search_best_ms")
-    if not (mine and theirs):
-        return f"{start}; no in-search timing recorded"
-    seen = mine / theirs
-    if seen <= 1.02:
-        return (f"{start}; its search rated its pick {abs(seen - 1) * 100:.1f}% {'behind' if seen > 1 else 'ahead of'} lfbo's "
-                f"best ({mine:.4g} vs {theirs:.4g} ms, each search's clock), the fresh process {ratio:.3f}x: the search's "
-                "timings flattered its pick")
-    return (f"{start}; its search already rated its pick {(seen - 1) * 100:.1f}% behind lfbo's best ({mine:.4g} vs "
-            f"{theirs:.4g} ms): it converged in a slower region than lfbo's full search reached")
-
-
-def bar_check(summary: dict[str, Any]) -> dict[str, bool | None]:
-    """One strategy's summary against the bar (None where there is nothing to judge)."""
-    t, g, w = summary.get("geomean_time_ratio"), summary.get("geomean_latency_ratio"), summary.get("worst_latency_ratio")
-    return {"time_ratio": None if t is None else t >= BAR_TIME_RATIO,
-            "latency_geomean": None if g is None else g <= BAR_LATENCY_GEOMEAN,
-            "worst_latency": None if w is None else w <= BAR_WORST_LATENCY}
-
-
-def analyse(run: dict[str, Any], limits: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Per-case rows and per-strategy summaries of one store run (one GPU, one toolchain).
-
-    ``limits``: today's search limits per strategy (``display_name``).
-    """
-    rows: list[dict[str, Any]] = []
-    per: dict[str, list[dict[str, Any]]] = {}
-    excluded: list[dict[str, str]] = []
-    capped: list[str] = []
-    for label, case in sorted(run["cases"].items()):
-        base = case["strategies"].get(BASELINE)
-        if _ok(base) and hit_seconds_cap(base):
-            capped.append(label)
-        for name, rec in sorted(case["strategies"].items(), key=lambda kv: (kv[0] != BASELINE, kv[0])):
-            name = display_name(name, rec, limits)
-            row: dict[str, Any] = {"case": label, "strategy": name, "record": rec, "ratios": None}
-            per.setdefault(name, [])
-            if not _ok(rec):
-                row["why"] = f"failed: {rec.get('error') or rec.get('ms_error') or 'incomplete'}"
-            elif not _ok(base) or base.get("source_hash") != rec.get("source_hash") or base.get("spec") != rec.get("spec"):
-                row["why"] = "no matching lfbo baseline"
-            else:
-                row["ratios"] = case_ratios(rec, base)
-                per[name].append(row["ratios"])
-                if name != BASELINE and row["ratios"]["latency_ratio"] > BAR_WORST_LATENCY:
-                    row["shortfall"] = shortfall_why(rec, base, row["ratios"]["latency_ratio"])
-            if row["ratios"] is None:
-                excluded.append({"case": label, "strategy": name, "why": row["why"]})
-            rows.append(row)
-    summary = {}
-    for name, ratios in sorted(per.items(), key=lambda kv: (kv[0] != BASELINE, kv[0])):
-        summary[name] = {
-            "cases": len(ratios),
-            "geomean_time_ratio": geomean(r["time_ratio"] for r in ratios),
-            "geomean_configs_ratio": geomean(r["configs_ratio"] for r in ratios),
-            "geomean_latency_ratio": geomean(r["latency_ratio"] for r in ratios),
-            "worst_latency_ratio": max((r["latency_ratio"] for r in ratios), default=None),
-        }
-        if name != BASELINE:
-            summary[name]["meets_bar"] = bar_check(summary[name])
-            summary[name]["cases_over_worst_bar"] = [row["case"] for row in rows
-                                                     if row["strategy"] == name and row.get("shortfall")]
-    for name in summary:
-        summary[name].update(llm_use([row["record"] for row in rows if row["strategy"] == name]))
-    return {"rows": rows, "strategies": summary, "excluded": excluded, "lfbo_hit_seconds_cap": capped}
-
-
-def llm_use(records: list[dict[str, Any]]) -> dict[str, Any]:
-    """Which LLM a strategy's records talked to, and how often it fell back to ``seeded``.
-
-    Empty for strategies that never call an LLM.  A fallback case tuned with
-    ``seeded`` instead, so the strategy's ratios there are seeded's.
-    """
-    models = sorted({((r.get("provenance") or {}).get("llm") or {}).get("model") for r in records} - {None})
-    if not models:
-        return {}
-    return {"llm_models": models, "not_an_llm": [m for m in models if m in NOT_AN_LLM],
-            "llm_fallbacks": sum(1 for r in records if (r.get("provenance") or {}).get("fallback"))}
-
-
-def summary_json(store: Store, limits: dict[str, Any] | None = None) -> dict[str, Any]:
-    out: dict[str, Any] = {"store": str(store.path), "baseline": BASELINE,
-                           "ratios": "time and configs: lfbo/strategy; latency: strategy/lfbo",
-                           "bar": {"time_ratio_at_least": BAR_TIME_RATIO, "latency_geomean_at_most": BAR_LATENCY_GEOMEAN,
-                                   "worst_latency_at_most": BAR_WORST_LATENCY}, "runs": []}
-    for key, run in store.runs():
-        a = analyse(run, limits)
-        out["runs"].append({"key": key, "gpu": run["gpu"], "versions": run["versions"], "peaks": run.get("peaks"),
-                            "strategies": a["strategies"], "excluded_from_geomeans": a["excluded"],
-                            "lfbo_hit_seconds_cap": a["lfbo_hit_seconds_cap"]})
-    return out
 
 
 def _f(v: Any, digits: int = 3) -> str:
@@ -305,19 +116,6 @@ def markdown(store: Store, plots: dict[str, list[str]] | None = None, limits: di
         for title, files in (plots or {}).get(key, {}).items():
             lines += [f"![{title}]({f})" for f in files] + [""]
     return "\n".join(lines)
-
-
-def seeds_label(rec: dict[str, Any]) -> str:
-    """What the strategy started from: ``medium, small + 2 lock``, ``cold``, or ``-`` for the baseline."""
-    if rec.get("strategy") == BASELINE:
-        return "-"
-    own, lock = rec.get("seeded_from_shapes") or [], rec.get("seeds_from_lock") or 0
-    parts = [", ".join(own)] if own else []
-    if lock:
-        parts.append(f"{lock} lock")
-    if "seeding" not in rec and not parts:
-        return "cold (before build-order seeding)"
-    return " + ".join(parts) or "cold"
 
 
 def _slug(key: str) -> str:

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from . import BASELINE
-from .report import same_process_ratio
+from .compare import same_process_ratio
 from .store import Store, case_label
 
 
