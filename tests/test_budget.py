@@ -265,3 +265,41 @@ def test_seeded_fast_finish_reaches_helions_search_and_yields_to_helion_env(
     entry = tune_case(case, SeededStrategy(), small, "cpu", _dev(), context)
     assert seen and seen[-1] == (8, 5000.0, before)
     assert "fast_finish" not in entry.provenance
+
+
+def test_rank_as_shipped_keeps_the_fastest_as_shipped_and_names_what_failed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The choice logic alone: each fake config says its own time as shipped (the timer reads it)."""
+    import tuning.strategies.as_shipped as as_shipped
+
+    class Bound:
+        def compile_config(self, config: Any, allow_print: bool = False) -> Callable[..., float]:
+            if config.get("broken"):
+                raise RuntimeError("no such layout")
+            return lambda *args: float(config["ms"])
+
+    monkeypatch.setattr(as_shipped, "time_ms", lambda fn, device: (fn(), "fake"))
+    picked = {"ms": 0.564 * 1.11}
+    config, info = as_shipped.rank_as_shipped(Bound(), (), picked, [picked, {"ms": 0.6}, {"ms": 0.59, "broken": 1},
+                                                                     {"ms": 0.58}], rounds=2)
+    assert config == {"ms": 0.58} and info["changed"] and info["chosen_index"] == 2
+    assert info["timed_ms"] == [0.62604, 0.6, 0.58] and info["search_pick_ms"] == 0.62604 and info["chosen_ms"] == 0.58
+    assert info["finalists"] == 4 and len(info["failed"]) == 1 and "no such layout" in info["failed"][0]
+    config, info = as_shipped.rank_as_shipped(Bound(), (), {"ms": 0.5}, [{"ms": 0.6}], rounds=1)
+    assert config == {"ms": 0.5} and not info["changed"] and info["chosen_index"] == 0
+
+
+def test_seeded_ranks_its_finalists_as_shipped_when_asked(pallas_env: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Unfaked on Pallas interpret: seeded's finalists come from Helion's search and are re-timed as shipped."""
+    from tuning.strategies import Budget, TuneContext, seeded
+    from tuning.tune import tune_case
+
+    monkeypatch.setitem(seeded.AS_SHIPPED, "finalists", 3)
+    monkeypatch.setitem(seeded.AS_SHIPPED, "rounds", 1)
+    case = _case()
+    context = TuneContext(case.kernel_id, case.spec.name, seeds=(_default_config(),))
+    small = Budget(effort="quick", initial_population=2, max_generations=1, polish_rounds=1, max_configs=3)
+    entry = tune_case(case, seeded.SeededStrategy(), small, "cpu", _dev(), context)
+    info = entry.provenance["as_shipped"]
+    assert 1 <= info["finalists"] <= 3 and len(info["timed_ms"]) == info["finalists"] - len(info["failed"]) >= 1
+    assert info["chosen_ms"] == min(info["timed_ms"]) == info["timed_ms"][info["chosen_index"]]
+    assert info["changed"] == (info["chosen_index"] != 0)
