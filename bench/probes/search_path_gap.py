@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import os
 import shutil
 import statistics
 import subprocess
@@ -42,7 +43,9 @@ def gpu_state() -> str | None:
     """SM clock, power and temperature now, or None where nvidia-smi is absent (CPU dry runs)."""
     if not shutil.which("nvidia-smi"):
         return None
-    out = subprocess.run(["nvidia-smi", "--id=0", "--query-gpu=clocks.sm,power.draw,temperature.gpu",
+    # nvidia-smi numbers GPUs physically; this process's cuda:0 is the first of CUDA_VISIBLE_DEVICES.
+    gpu = (os.environ.get("CUDA_VISIBLE_DEVICES") or "0").split(",")[0]
+    out = subprocess.run(["nvidia-smi", f"--id={gpu}", "--query-gpu=clocks.sm,power.draw,temperature.gpu",
                           "--format=csv,noheader"], capture_output=True, text=True, timeout=20)
     return out.stdout.strip() or out.stderr.strip()
 
