@@ -303,3 +303,4 @@ def test_seeded_ranks_its_finalists_as_shipped_when_asked(pallas_env: None, monk
     assert 1 <= info["finalists"] <= 3 and len(info["timed_ms"]) == info["finalists"] - len(info["failed"]) >= 1
     assert info["chosen_ms"] == min(info["timed_ms"]) == info["timed_ms"][info["chosen_index"]]
     assert info["changed"] == (info["chosen_index"] != 0)
+    assert entry.provenance["seconds"] >= info["seconds"]  # the last choice is counted as tuning time
