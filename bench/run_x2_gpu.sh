@@ -21,6 +21,9 @@
 #                    limit tables, through bench/seeded_variant.py) on CASES (default the five measured attention
 #                    cases), each variant in its own copy of the committed store ($R/var_<name>.json; read it
 #                    with `kiln bench --report --store`), so no variant overwrites the table's seeded records
+#   fix-trial [s]  : `table` with seeded's fix candidates first (#5, after session 11): GPU0 runs VARIANTS_A
+#                    (default: as-shipped last choice; two search paths), GPU1 the search_path_gap probe then
+#                    VARIANTS_B (default: a wider search), each GPU then its table shard; returns at once
 #   table-wait [s] : wait up to s seconds (or until the table is done), copy the store to $OUT
 #                    (copy it back to bench/results/store.json, `kiln bench --to-lock`, commit: the next session resumes)
 set -u
@@ -110,6 +113,13 @@ variants)
     python3 bench/seeded_variant.py "${sets[@]}" -- bench --cases "$cases" --strategies seeded -C seconds=900 \
       --store "$R/var_$name.json" > "$R/var_$name.log" 2>&1; echo "variant $name rc=$?"
   done ;;
+fix-trial)
+  export VARIANTS_A=${VARIANTS_A:-"shipped=as_shipped.finalists=6|copies2=with_seeds.copies=2,compiler_seeds_only.copies=2"}
+  export VARIANTS_B=${VARIANTS_B:-"wide=with_seeds.copies=2,with_seeds.initial_population=24,with_seeds.max_generations=5,compiler_seeds_only.copies=2,compiler_seeds_only.initial_population=30,compiler_seeds_only.max_generations=5"}
+  probe_cases=model_kernels.attention:attention@medium,model_kernels.attention:attention@large,model_kernels.attention:attention_causal@medium
+  PRE_A='VARIANTS="$VARIANTS_A" bash bench/run_x2_gpu.sh variants' \
+  PRE_B="python3 bench/probes/search_path_gap.py --cases $probe_cases --out $R/search_path_gap.json > $R/search_path_gap.log 2>&1; "'VARIANTS="$VARIANTS_B" bash bench/run_x2_gpu.sh variants' \
+    bash bench/run_x2_gpu.sh table "${1:-1500}" ;;
 table-wait)
   wait_jobs "${1:-500}"; cp "$R/store.json" "$OUT/" 2>/dev/null; grep -hE "^kiln bench: (done|FAILED)" "$R"/table?.log | tail -20; pack ;;
 scaling)
