@@ -7,9 +7,12 @@ import json
 import sys
 import zipfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import KilnError
+
+if TYPE_CHECKING:
+    from .bench.store import Store
 
 
 def _config_settings(pairs: list[str], strategy: str | None) -> dict[str, str]:
@@ -131,7 +134,6 @@ def cmd_doctor(ns: argparse.Namespace) -> int:
 
 def cmd_bench(ns: argparse.Namespace) -> int:
     from .bench import DEFAULT_STORE
-    from .bench.store import Store
 
     project = Path(ns.project).resolve()
     store_path = Path(ns.store) if ns.store else project / DEFAULT_STORE
@@ -140,9 +142,7 @@ def cmd_bench(ns: argparse.Namespace) -> int:
         from .bench.report import write_report
         from .strategies import _REGISTRY, strategy_limits
 
-        if not store_path.exists():
-            raise KilnError(f"{store_path}: no bench store yet (run `kiln bench` first)")
-        store = Store.load(store_path)
+        store = _existing_store(store_path)
         limits = {name: strategy_limits(name) for name in _REGISTRY}  # today's searches: older results shown apart
         if ns.json:
             print(json.dumps(summary_json(store, limits), indent=2, sort_keys=True))
@@ -172,17 +172,24 @@ def cmd_bench(ns: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def _existing_store(store_path: Path) -> Store:
+    """The bench store for --report and --to-lock, which read results and never make them."""
+    from .bench.store import Store
+
+    if not store_path.exists():
+        raise KilnError(f"{store_path}: no bench store yet (run `kiln bench` first)")
+    return Store.load(store_path)
+
+
 def _bench_to_lock(ns: argparse.Namespace, project: Path, store_path: Path) -> int:
     """`kiln bench --to-lock`: each case's best bench config into the project's kiln.lock (no tuning)."""
     from build_backend.builder import prepare_build
 
-    from .bench.store import Store
     from .bench.to_lock import adopt
 
-    if not store_path.exists():
-        raise KilnError(f"{store_path}: no bench store yet (run `kiln bench` first)")
+    store = _existing_store(store_path)
     prep = prepare_build(project, _config_settings(ns.config, None), tune=False)
-    adopted = adopt(Store.load(store_path), prep.cases, prep.settings.lock_path)
+    adopted = adopt(store, prep.cases, prep.settings.lock_path)
     for a in adopted:
         what = f"{a.strategy}'s config{' (replaced the lock entry)' if a.replaced else ''}" if a.strategy else "left out"
         print(f"kiln bench: {a.label}: {what}: {a.why}", file=sys.stderr)
