@@ -1,0 +1,87 @@
+"""Summarise `seeded` variant stores (bench/run_x2_gpu.sh variants) against their lfbo baselines.
+
+Why not `kiln bench --report`: the report names every record made under other search
+limits than today's "seeded (other search)", one group, because a changed search must
+not borrow its predecessor's numbers.  A variant trial wants the opposite view: each
+store holds one trial search's records next to older ones, and each search is judged
+on its own.  So records are grouped by the ``strategy_limits`` they were made under,
+and each group gets per-case ratios and geomeans with the same arithmetic as the report.
+
+    python bench/variant_summary.py bench/results/fix_trial_session12/var_*.json \\
+        --out bench/results/fix_trial_session12/summary.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tuning.bench.compare import _ok, bar_check, case_ratios, geomean  # noqa: E402
+
+
+def limits_label(limits: dict[str, Any] | None) -> str:
+    """A short, stable name for one search's limits (initial population, copies, generations, as-shipped)."""
+    if not limits:
+        return "older search (limits not recorded)"
+    w, c = limits.get("with_seeds", {}), limits.get("compiler_seeds_only", {})
+    fin = (limits.get("as_shipped") or {}).get("finalists", 0)
+    floor = (limits.get("fast_finish") or {}).get("adaptive_timeout_floor_s")
+    return (f"with seeds {w.get('initial_population')}x{w.get('copies')} paths, {w.get('max_generations')} gens; "
+            f"cold {c.get('initial_population')}x{c.get('copies')}; polish {w.get('polish_rounds')}; "
+            f"as-shipped finalists {fin}" + (f"; timeout floor {floor}s" if floor else ""))
+
+
+def summarise(path: Path, strategy: str = "seeded") -> dict[str, Any]:
+    doc = json.loads(path.read_text())
+    groups: dict[str, dict[str, Any]] = {}
+    for run in doc["runs"].values():
+        for case, entry in run["cases"].items():
+            strategies = entry["strategies"]
+            rec, base = strategies.get(strategy), strategies.get("lfbo")
+            if not (_ok(rec) and _ok(base)):
+                continue
+            label = limits_label(rec.get("strategy_limits"))
+            group = groups.setdefault(label, {"limits": rec.get("strategy_limits"), "cases": {}})
+            group["cases"][case] = {**case_ratios(rec, base), "configs": rec["configs_tested"],
+                                    "seconds": round(rec["tuning_seconds"], 1), "search_best_ms": rec.get("search_best_ms"),
+                                    "lfbo_search_best_ms": base.get("search_best_ms"),
+                                    "seeded_from_shapes": rec.get("seeded_from_shapes"),
+                                    "seeds_from_lock": rec.get("seeds_from_lock")}
+    for group in groups.values():
+        rows = group["cases"].values()
+        summary = {"cases": len(group["cases"]),
+                   "geomean_time_ratio": geomean(r["time_ratio"] for r in rows),
+                   "geomean_latency_ratio": geomean(r["latency_ratio"] for r in rows),
+                   "worst_latency_ratio": max(r["latency_ratio"] for r in rows)}
+        group["summary"] = {**summary, "meets_bar": bar_check(summary)}
+    return {"store": str(path), "groups": groups}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("stores", nargs="+", type=Path)
+    ap.add_argument("--out", type=Path, help="write the JSON here (default: print it)")
+    ns = ap.parse_args(argv)
+    result = {"ratios": "time: lfbo/strategy; latency: strategy/lfbo, same fresh process where recorded",
+              "stores": [summarise(p) for p in ns.stores]}
+    text = json.dumps(result, indent=1, sort_keys=True) + "\n"
+    if ns.out:
+        ns.out.write_text(text)
+    else:
+        sys.stdout.write(text)
+    for store in result["stores"]:
+        for label, group in store["groups"].items():
+            s = group["summary"]
+            print(f"{Path(store['store']).name}: {label}: {s['cases']} cases, time {s['geomean_time_ratio']:.2f}x, "
+                  f"latency {s['geomean_latency_ratio']:.3f}, worst {s['worst_latency_ratio']:.3f}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
