@@ -136,13 +136,13 @@ def test_seeded_variant_changes_the_search_and_the_records_say_so(tmp_path: Path
 
     monkeypatch.setattr(seeded_mod, "WITH_SEEDS", dict(seeded_mod.WITH_SEEDS))
     monkeypatch.setattr(seeded_mod, "COMPILER_SEEDS_ONLY", dict(seeded_mod.COMPILER_SEEDS_ONLY))
-    apply(["with_seeds.copies=2", "compiler_seeds_only.initial_population=40"])
-    assert seeded_mod.WITH_SEEDS["copies"] == 2 and seeded_mod.COMPILER_SEEDS_ONLY["initial_population"] == 40
+    apply(["with_seeds.copies=3", "compiler_seeds_only.initial_population=40"])
+    assert seeded_mod.WITH_SEEDS["copies"] == 3 and seeded_mod.COMPILER_SEEDS_ONLY["initial_population"] == 40
     opts = BenchOptions(tmp_path, {}, None, ["seeded"], tmp_path / "store.json")
     store = run_bench(opts, log=lambda m: None, engine=_fake_engine([_case("pkg.m:k", "s")], FakeTune(), []))
     (run_doc,) = store.doc["runs"].values()
     limits = run_doc["cases"]["pkg.m:k@s"]["strategies"]["seeded"]["strategy_limits"]
-    assert limits["with_seeds"]["copies"] == 2 and limits["compiler_seeds_only"]["initial_population"] == 40
+    assert limits["with_seeds"]["copies"] == 3 and limits["compiler_seeds_only"]["initial_population"] == 40
     with pytest.raises(SystemExit, match=r"unknown limit 'with_seeds\.nope'; valid: with_seeds\.initial_population, "):
         apply(["with_seeds.nope=1"])
     with pytest.raises(SystemExit, match="with_seeds.copies wants an integer, got 'two'"):
@@ -262,6 +262,39 @@ def test_report_keeps_an_earlier_search_apart_and_says_why_a_case_misses_the_bar
     assert "`name (other search)`: made by an earlier or trial version" in md
     # Read without today's limits (no strategies at hand), nothing is relabelled.
     assert set(summary_json(store)["runs"][0]["strategies"]) == {"lfbo", "seeded"}
+
+
+def test_variant_summary_judges_each_search_on_its_own_records(tmp_path: Path) -> None:
+    """A variant store holds a trial search's records next to older ones: each search gets its own geomeans."""
+    from bench.variant_summary import summarise
+
+    lf = {"b": [64]}
+    wide = {**LIMITS["seeded"], "with_seeds": {**LIMITS["seeded"]["with_seeds"], "copies": 3}}
+    cases = {
+        "p.m:a@small": {"lfbo": _rec(400, 500, 1.0, lf),
+                        "seeded": _rec(100, 80, 1.0, {"b": [32]}, vs_lfbo={"lfbo_config": lf, "lfbo_ms": 1.0, "ms": 1.02},
+                                       strategy_limits=wide)},
+        "p.m:a@large": {"lfbo": _rec(300, 400, 2.0, lf),
+                        "seeded": _rec(150, 90, 2.2, {"b": [16]}, strategy_limits=wide)},  # no pair: 2.2 / 2.0
+        "p.m:b@small": {"lfbo": _rec(300, 400, 1.0, lf), "seeded": _rec(30, 40, 1.2, {"b": [8]})},  # limits not recorded
+        "p.m:c@small": {"seeded": _rec(30, 40, 1.0, {"b": [4]}, strategy_limits=wide)},  # no baseline: left out
+    }
+    doc = {"format": 1, "runs": {"H200|x": {
+        "gpu": {"name": "H200"}, "versions": {}, "peaks": {},
+        "cases": {label: {"kernel_id": label.partition("@")[0], "shape_name": label.partition("@")[2], "strategies": st}
+                  for label, st in cases.items()}}}}
+    path = tmp_path / "var.json"
+    path.write_text(json.dumps(doc))
+    groups = summarise(path)["groups"]
+    assert len(groups) == 2
+    (trial,) = [g for g in groups.values() if g["limits"] == wide]
+    assert sorted(trial["cases"]) == ["p.m:a@large", "p.m:a@small"]
+    summary = trial["summary"]
+    assert summary["geomean_time_ratio"] == pytest.approx(math.sqrt(4 * 2))
+    assert summary["geomean_latency_ratio"] == pytest.approx(math.sqrt(1.02 * 1.1))
+    assert summary["worst_latency_ratio"] == pytest.approx(1.1)
+    assert summary["meets_bar"] == {"time_ratio": False, "latency_geomean": False, "worst_latency": False}
+    assert groups["older search (limits not recorded)"]["summary"]["worst_latency_ratio"] == pytest.approx(1.2)
 
 
 # ----------------------------------------------------------------------------- (3) one real run, Pallas interpret

@@ -150,8 +150,8 @@ def keys(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture
 def pallas(monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("jax", reason="Pallas interpret mode needs jax")
-    for k, v in {**PALLAS_INTERPRET, "HELION_SKIP_CACHE": "1", "HELION_AUTOTUNE_PALLAS_RANK_BY": "wall_time",
-                 "HELION_AUTOTUNE_PROGRESS_BAR": "0", "KILN_BUILDING": "1"}.items():
+    for k, v in {**PALLAS_INTERPRET, "HELION_SKIP_CACHE": "1", "HELION_AUTOTUNE_PROGRESS_BAR": "0",
+                 "KILN_BUILDING": "1"}.items():
         monkeypatch.setenv(k, v)
 
 
@@ -626,7 +626,7 @@ def test_pip_wheel_build_survives_a_401_by_falling_back_to_seeded(llm_server: Sc
     project = tmp_path / "tinypkg"
     shutil.copytree(FIXTURES / "tinypkg", project, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__", "kiln.lock"))
     pyproject = project / "pyproject.toml"  # one declared shape is enough here
-    pyproject.write_text("\n".join(l for l in pyproject.read_text().splitlines() if not l.startswith("wide =")) + "\n")
+    pyproject.write_text("\n".join(line for line in pyproject.read_text().splitlines() if not line.startswith("wide =")) + "\n")
     llm_server.script = [{"status": 401, "message": f"Incorrect API key provided: {SECRET}"}]
     env = clean_env(KILN_DEVICE="cpu", OPENAI_API_KEY=SECRET, LITELLM_LOCAL_MODEL_COST_MAP="True", **PALLAS_INTERPRET, **FAST_FINAL_CHECK)
     build = pip_wheel(project, tmp_path / "dist", env, "kiln.llm_model=openai/kiln-test",  # strategy auto -> hybrid
