@@ -479,6 +479,13 @@ def test_each_strategy_is_seeded_as_a_build_with_it_would_be(tmp_path: Path) -> 
     run_bench(opts, log=lambda m: None, engine=_fake_engine(cases, tune, []))
     assert tune.calls == [(f"pkg.m:k@{s}", "seeded") for s in ("medium", "small", "large")]
 
+    # --cases in any order keeps the build's order: the declared middle shape first.
+    tune.calls.clear()
+    picked = BenchOptions(tmp_path, {}, [f"pkg.m:k@{s}" for s in ("medium", "large", "small")], ["lfbo"],
+                          tmp_path / "other.json")
+    run_bench(picked, log=lambda m: None, engine=_fake_engine(cases, tune, []))
+    assert tune.calls == [(f"pkg.m:k@{s}", "lfbo") for s in ("medium", "small", "large")]
+
 
 class FakeChild:
     """A named stand-in for a launched `kiln bench --shard` child: canned output and exit code, no process."""
