@@ -13,7 +13,9 @@
 #   scaling : local executor, same cases on 1 GPU then 2 (needs both GPUs to itself)
 #   table [s]      : #5's 33-case table: `kiln bench --all -C seconds=900 --strategies lfbo,seeded`, shard 0/2 as
 #                    job A on GPU0 and 1/2 as job B on GPU1, for at most s seconds (default 1500), resuming
-#                    from the committed bench/results/store.json; PRE_A/PRE_B run first; returns at once
+#                    from the committed bench/results/store.json; PRE_A/PRE_B run first; returns at once.
+#                    TABLE_CASES (a --cases list) narrows it, e.g. to families not measured yet; the
+#                    shards then split that list's kernels
 #   llm-bench [s]  : hybrid and llm through bench/fixed_answer_llm.py (fixed answers from kiln.lock: not an
 #                    LLM) on CASES (default rms_norm and softmax at medium), lfbo baseline from the same store
 #   variants       : (as PRE_A / PRE_B of `table`) seeded variants against the stored lfbo baselines:
@@ -87,7 +89,7 @@ table)
   # Shards 0/2 and 1/2 as jobs A and B (GPU0 / GPU1, 16 cores each), one shared store under its file
   # lock; PRE_A / PRE_B run first on their GPU (e.g. the model_kernels LFBO-quick rows still missing).
   seed_store
-  bench="python3 -m tuning.cli bench --all -C seconds=900 --strategies lfbo,seeded --store $R/store.json"
+  bench="python3 -m tuning.cli bench ${TABLE_CASES:+--cases $TABLE_CASES} -C seconds=900 --strategies lfbo,seeded --store $R/store.json"
   export JOB_TIMEOUT=${1:-1500}
   export JOB_A="${PRE_A:+$PRE_A; }$bench --shard 0/2 > $R/table0.log 2>&1"
   export JOB_B="${PRE_B:+$PRE_B; }$bench --shard 1/2 > $R/table1.log 2>&1"
