@@ -5,7 +5,7 @@ limits than today's "seeded (other search)", one group, because a changed search
 not borrow its predecessor's numbers.  A variant trial wants the opposite view: each
 store holds one trial search's records next to older ones, and each search is judged
 on its own.  So records are grouped by the ``strategy_limits`` they were made under,
-and each group gets per-case ratios and geomeans with the same arithmetic as the report.
+and each group gets the report's own per-case ratios and summary (``compare.analyse``).
 
     python bench/variant_summary.py bench/results/fix_trial_session12/var_*.json \\
         --out bench/results/fix_trial_session12/summary.json
@@ -22,7 +22,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tuning.bench.compare import _ok, bar_check, case_ratios, geomean  # noqa: E402
+from tuning.bench.compare import analyse  # noqa: E402
 
 
 def limits_label(limits: dict[str, Any] | None) -> str:
@@ -38,29 +38,32 @@ def limits_label(limits: dict[str, Any] | None) -> str:
 
 
 def summarise(path: Path, strategy: str = "seeded") -> dict[str, Any]:
+    """Per search that made ``strategy``'s records in the store at ``path``: its limits, per-case ratios, summary."""
     doc = json.loads(path.read_text())
     groups: dict[str, dict[str, Any]] = {}
-    for run in doc["runs"].values():
-        for case, entry in run["cases"].items():
-            strategies = entry["strategies"]
-            rec, base = strategies.get(strategy), strategies.get("lfbo")
-            if not (_ok(rec) and _ok(base)):
-                continue
-            label = limits_label(rec.get("strategy_limits"))
-            group = groups.setdefault(label, {"limits": rec.get("strategy_limits"), "cases": {}})
-            group["cases"][case] = {**case_ratios(rec, base), "configs": rec["configs_tested"],
-                                    "seconds": round(rec["tuning_seconds"], 1), "search_best_ms": rec.get("search_best_ms"),
-                                    "lfbo_search_best_ms": base.get("search_best_ms"),
-                                    "seeded_from_shapes": rec.get("seeded_from_shapes"),
-                                    "seeds_from_lock": rec.get("seeds_from_lock")}
-    for group in groups.values():
-        rows = group["cases"].values()
-        summary = {"cases": len(group["cases"]),
-                   "geomean_time_ratio": geomean(r["time_ratio"] for r in rows),
-                   "geomean_latency_ratio": geomean(r["latency_ratio"] for r in rows),
-                   "worst_latency_ratio": max(r["latency_ratio"] for r in rows)}
-        group["summary"] = {**summary, "meets_bar": bar_check(summary)}
-    return {"store": str(path), "groups": groups}
+
+    def name_of(name: str, rec: dict[str, Any]) -> str:
+        if name != strategy:
+            return name
+        label = prefix + limits_label(rec.get("strategy_limits"))
+        groups.setdefault(label, {"limits": rec.get("strategy_limits"), "cases": {}})
+        return label
+
+    for key, run in doc["runs"].items():
+        prefix = f"{key}: " if len(doc["runs"]) > 1 else ""  # name the GPU and toolchain only where there are several
+        analysis = analyse(run, name_of=name_of)
+        for row in analysis["rows"]:
+            if row["strategy"] in groups and row["ratios"]:
+                rec, base = row["record"], run["cases"][row["case"]]["strategies"]["lfbo"]
+                groups[row["strategy"]]["cases"][row["case"]] = {
+                    **row["ratios"], "configs": rec["configs_tested"], "seconds": round(rec["tuning_seconds"], 1),
+                    "search_best_ms": rec.get("search_best_ms"), "lfbo_search_best_ms": base.get("search_best_ms"),
+                    "seeded_from_shapes": rec.get("seeded_from_shapes"), "seeds_from_lock": rec.get("seeds_from_lock")}
+        for label, summary in analysis["strategies"].items():
+            if label in groups:
+                groups[label]["summary"] = summary
+    # Only searches with at least one case against a matching lfbo baseline (not just failures) are judged.
+    return {"store": str(path), "groups": {label: g for label, g in groups.items() if g["cases"]}}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -19,7 +19,7 @@ same-process pairs to pick configs.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from . import BASELINE
@@ -129,11 +129,15 @@ def bar_check(summary: dict[str, Any]) -> dict[str, bool | None]:
             "worst_latency": None if w is None else w <= BAR_WORST_LATENCY}
 
 
-def analyse(run: dict[str, Any], limits: dict[str, Any] | None = None) -> dict[str, Any]:
+def analyse(run: dict[str, Any], limits: dict[str, Any] | None = None,
+            name_of: Callable[[str, dict[str, Any]], str] | None = None) -> dict[str, Any]:
     """Per-case rows and per-strategy summaries of one store run (one GPU, one toolchain).
 
-    ``limits``: today's search limits per strategy (``display_name``).
+    ``limits``: today's search limits per strategy (``display_name``).  ``name_of(strategy,
+    record)`` replaces that naming, and so the grouping: a variant trial groups records by
+    the search that made them (bench/variant_summary.py).
     """
+    name_of = name_of or (lambda name, rec: display_name(name, rec, limits))
     rows: list[dict[str, Any]] = []
     per: dict[str, list[dict[str, Any]]] = {}
     excluded: list[dict[str, str]] = []
@@ -143,7 +147,7 @@ def analyse(run: dict[str, Any], limits: dict[str, Any] | None = None) -> dict[s
         if _ok(base) and hit_seconds_cap(base):
             capped.append(label)
         for name, rec in sorted(case["strategies"].items(), key=lambda kv: (kv[0] != BASELINE, kv[0])):
-            name = display_name(name, rec, limits)
+            name = name_of(name, rec)
             row: dict[str, Any] = {"case": label, "strategy": name, "record": rec, "ratios": None}
             per.setdefault(name, [])
             if not _ok(rec):
