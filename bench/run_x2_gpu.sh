@@ -17,7 +17,8 @@
 #                    TABLE_CASES (a --cases list) narrows it, e.g. to families not measured yet; the
 #                    shards then split that list's kernels
 #   llm-bench [s]  : hybrid and llm through bench/fixed_answer_llm.py (fixed answers from kiln.lock: not an
-#                    LLM) on CASES (default rms_norm and softmax at medium), lfbo baseline from the same store
+#                    LLM) on CASES (default rms_norm and softmax at medium), lfbo baseline from the same store;
+#                    LLM_GPUS (default 0,1; empty = no --gpus, the visible GPU only)
 #   variants       : (as PRE_A / PRE_B of `table`) seeded variants against the stored lfbo baselines:
 #                    VARIANTS="name=with_seeds.copies=2,with_seeds.initial_population=24|name2=..." (seeded's
 #                    limit tables, through bench/seeded_variant.py) on CASES (default the five measured attention
@@ -97,12 +98,13 @@ table)
 llm-bench)
   seed_store
   cases=${CASES:-model_kernels.rms_norm:rms_norm@medium,model_kernels.softmax:softmax@medium}
+  gpus=${LLM_GPUS-0,1}  # LLM_GPUS= (empty): one process on the visible GPU, e.g. beside a table shard
   rm -f "$R/port"; python3 bench/fixed_answer_llm.py --lock kiln.lock --exclude "$cases" --port-file "$R/port" > "$R/fixed_answers.log" 2>&1 &
   for _ in $(seq 50); do [ -s "$R/port" ] && break; sleep 0.2; done
   OPENAI_API_KEY=sk-local-fixed-answers timeout -s INT "${1:-550}" python3 -m tuning.cli bench \
     --cases "$cases" \
     --strategies lfbo,hybrid,llm -C seconds=900 -C llm_model=openai/fixed-answers \
-    -C "llm_api_base=http://127.0.0.1:$(cat "$R/port")/v1" -C "llm_log=$R/llm.log" --gpus 0,1 --store "$R/store.json" \
+    -C "llm_api_base=http://127.0.0.1:$(cat "$R/port")/v1" -C "llm_log=$R/llm.log" ${gpus:+--gpus $gpus} --store "$R/store.json" \
     > "$R/llm_bench.log" 2>&1; echo "llm-bench rc=$?"; kill %1 2>/dev/null
   cp "$R/store.json" "$R/llm_bench.log" "$R/llm.log" "$OUT/" 2>/dev/null; tail -5 "$R/llm_bench.log" ;;
 variants)

@@ -18,7 +18,7 @@ import pytest
 
 from conftest import PALLAS_INTERPRET, clean_env, run
 from tuning.bench.compare import analyse, summary_json
-from tuning.bench.report import markdown
+from tuning.bench.report import ROOF_OVER_ONE, markdown
 from tuning.bench.run import BenchOptions, Engine, run_bench
 from tuning.bench.store import Store
 from tuning.cli import main as kiln_main
@@ -221,6 +221,13 @@ def test_report_geomeans_markdown_and_pngs(tmp_path: Path, capsys: pytest.Captur
     assert f"| seeded | 2 | {math.sqrt(4 * 2.9):.2f} | {math.sqrt(24):.2f} | {math.sqrt(1 / 0.98 * 1.05):.4f} | 1.0500 |" in md
     assert "`lfbo` stopped at its `seconds` cap" in md and "\n- p.m:b@small\n" in md
     assert "p.m:c@small `seeded`: no matching lfbo baseline" in md and "p.m:d@small `seeded`: failed: RuntimeError: boom" in md
+    assert "Fractions over 1" not in md  # every roofline here is null
+
+    # A fraction over 1 (seen on the H200 for rms_norm and softmax) comes with the note that says how to read it.
+    (run_doc,) = store.doc["runs"].values()
+    run_doc["cases"]["p.m:a@small"]["strategies"]["lfbo"]["roofline"] = {"fraction": 1.42, "bound": "bytes"}
+    assert ROOF_OVER_ONE in markdown(store, {}, LIMITS)
+
     pngs = sorted(out.glob("*.png"))
     assert [p.name.split("_")[0] for p in pngs] == ["time", "trajectory"]
     for p in pngs:
