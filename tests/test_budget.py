@@ -22,7 +22,7 @@ import json
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -270,6 +270,38 @@ def test_seeded_fast_finish_reaches_helions_search_and_yields_to_helion_env(
     entry = tune_case(case, SeededStrategy(), small, "cpu", _dev(), context)
     assert seen and seen[-1] == (8, 5000.0, before, 30.0)  # Helion's own floor
     assert "fast_finish" not in entry.provenance
+
+
+def test_hybrid_second_stage_finishes_as_seeded_does(pallas_env: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Hybrid's stage 2 is seeded's search, so it gets seeded's fast finish too.
+
+    On the H200 (session 13) it kept Helion's 60 s compile timeout and 30 s floor.
+    Real Helion objects: the hybrid search is built and asked for its stage 2, no LLM
+    request is made.
+    """
+    import torch
+
+    from tuning.strategies.llm import LlmSession, _search_classes
+
+    for var in ("HELION_AUTOTUNE_COMPILE_TIMEOUT", "HELION_AUTOTUNE_ADAPTIVE_TIMEOUT",
+                "HELION_AUTOTUNE_FINAL_REBENCHMARK_TOP_K", "HELION_AUTOTUNE_FINAL_REBENCHMARK_TARGET_MS"):
+        monkeypatch.delenv(var, raising=False)
+    case = _case()
+    x = torch.randn(64, 128)
+    bound = case.kernel.bind((x, x))
+    before = bound.settings.autotune_compile_timeout
+    _, hybrid = _search_classes()
+    search = hybrid(bound, (x, x), kiln_session=cast(LlmSession, None), second_stage_kwargs={"copies": 1},
+                    best_available_pad_random=True, llm_model="openai/none")
+    try:
+        stage2 = search._make_second_stage_search(seeded=True)
+        assert stage2.settings.autotune_compile_timeout == min(before, 20)
+        assert stage2.compile_timeout_lower_bound == 10
+        assert (stage2._final_rebenchmark_top_k(), stage2._final_rebenchmark_target_ms()) == (4, 1000.0)
+        assert search.kiln_fast_finish == {"compile_timeout_s": min(before, 20), "adaptive_timeout_floor_s": 10,
+                                           "final_rebenchmark_top_k": 4, "final_rebenchmark_target_ms": 1000.0}
+    finally:
+        bound.settings.autotune_compile_timeout = before  # tune_case restores it in a build; here by hand
 
 
 def test_rank_as_shipped_keeps_the_fastest_as_shipped_and_names_what_failed(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -174,6 +174,7 @@ def _search_classes() -> tuple[type, type]:
             self.kiln_seeds = list(kiln_seeds)
             self.kiln_max_configs = kiln_max_configs
             self.kiln_llm_search: Any = None
+            self.kiln_fast_finish: dict[str, Any] = {}
 
         def _make_llm_search(self) -> Any:
             search = KilnLLMGuidedSearch(
@@ -187,7 +188,13 @@ def _search_classes() -> tuple[type, type]:
             return search
 
         def _make_second_stage_search(self, *, seeded: bool) -> Any:
+            from .seeded import fast_finish
+
             search = super()._make_second_stage_search(seeded=seeded)
+            # Stage 2 is seeded's search, so it finishes as seeded does.  Without this it kept
+            # Helion's 60 s compile timeout and 30 s adaptive floor: on the H200 (session 13,
+            # rms_norm@medium) it waited 60 s on a compile that stage 1 had already given up on.
+            self.kiln_fast_finish = fast_finish(search)
             if self.kiln_max_configs is not None:
                 used = self.kiln_llm_search._autotune_metrics.num_configs_tested if self.kiln_llm_search else 0
                 cap_configs(search, max(1, self.kiln_max_configs - used))
@@ -276,7 +283,9 @@ class LlmStrategy:
 def _hybrid_limits() -> dict[str, Any]:
     from .seeded import search_limits
 
-    return search_limits()  # stage 2 is seeded's search (WITH_SEEDS)
+    # Stage 2 is seeded's search (WITH_SEEDS), with seeded's fast finish since session 13
+    # (the key marks hybrid records made before then, whose stage 2 lacked it, as another search).
+    return {**search_limits(), "stage2_fast_finish": True}
 
 
 class HybridStrategy:
@@ -310,6 +319,8 @@ class HybridStrategy:
         if "fallback" in outcome.extra:
             return outcome
         outcome.extra["seeds"] = len(seeds)
+        if search.kiln_fast_finish:
+            outcome.extra["fast_finish"] = search.kiln_fast_finish
         breakdown = getattr(search, "hybrid_stage_breakdown", None) or {}
         if "llm_seed_configs_tested" in breakdown:
             outcome.extra["llm"]["configs_tested"] = breakdown["llm_seed_configs_tested"]
