@@ -273,13 +273,16 @@ def test_seeded_fast_finish_reaches_helions_search_and_yields_to_helion_env(
 
 
 def test_hybrid_second_stage_finishes_as_seeded_does(pallas_env: None, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Hybrid's stage 2 is seeded's search, so it gets seeded's fast finish too.
+    """Hybrid's stage 2 is seeded's search, so it gets seeded's fast finish too, and its own random configs.
 
-    On the H200 (session 13) it kept Helion's 60 s compile timeout and 30 s floor.
+    On the H200 (session 13) it kept Helion's 60 s compile timeout and 30 s floor, and
+    re-drew (and re-benchmarked) stage 1's random configs from the same seed.
     Real Helion objects: the hybrid search is built and asked for its stage 2, no LLM
     request is made.
     """
     import torch
+
+    from helion.autotuner import LFBOTreeSearch
 
     from tuning.strategies.llm import LlmSession, _search_classes
 
@@ -300,6 +303,17 @@ def test_hybrid_second_stage_finishes_as_seeded_does(pallas_env: None, monkeypat
         assert (stage2._final_rebenchmark_top_k(), stage2._final_rebenchmark_target_ms()) == (4, 1000.0)
         assert search.kiln_fast_finish == {"compile_timeout_s": min(before, 20), "adaptive_timeout_floor_s": 10,
                                            "final_rebenchmark_top_k": 4, "final_rebenchmark_target_ms": 1000.0}
+
+        # Random configs of its own: a plain Helion search with the same seed draws what stage 1 drew.
+        def first_draws(s: Any) -> list[Any]:
+            s._prepare()  # Helion seeds `random` here, at the start of autotune()
+            return [s.config_gen.unflatten(s.config_gen.random_flat()) for _ in range(6)]
+
+        plain = first_draws(LFBOTreeSearch(bound, (x, x), copies=1))
+        assert first_draws(LFBOTreeSearch(bound, (x, x), copies=1)) == plain  # the premise: one seed, one stream
+        own = first_draws(stage2)
+        assert own != plain  # another stream (tinypkg's space is small, so single configs may still coincide)
+        assert first_draws(search._make_second_stage_search(seeded=True)) == own  # and still deterministic
     finally:
         bound.settings.autotune_compile_timeout = before  # tune_case restores it in a build; here by hand
 

@@ -188,13 +188,16 @@ def _search_classes() -> tuple[type, type]:
             return search
 
         def _make_second_stage_search(self, *, seeded: bool) -> Any:
+            from .handoff import own_random_stream
             from .seeded import fast_finish
 
             search = super()._make_second_stage_search(seeded=seeded)
             # Stage 2 is seeded's search, so it finishes as seeded does.  Without this it kept
             # Helion's 60 s compile timeout and 30 s adaptive floor: on the H200 (session 13,
-            # rms_norm@medium) it waited 60 s on a compile that stage 1 had already given up on.
+            # rms_norm@medium) it waited 60 s on a compile that stage 1 had already given up on
+            # (a random config both stages drew from the same seed: own_random_stream).
             self.kiln_fast_finish = fast_finish(search)
+            own_random_stream(search)
             if self.kiln_max_configs is not None:
                 used = self.kiln_llm_search._autotune_metrics.num_configs_tested if self.kiln_llm_search else 0
                 cap_configs(search, max(1, self.kiln_max_configs - used))
@@ -283,9 +286,9 @@ class LlmStrategy:
 def _hybrid_limits() -> dict[str, Any]:
     from .seeded import search_limits
 
-    # Stage 2 is seeded's search (WITH_SEEDS), with seeded's fast finish since session 13
-    # (the key marks hybrid records made before then, whose stage 2 lacked it, as another search).
-    return {**search_limits(), "stage2_fast_finish": True}
+    # Stage 2 is seeded's search (WITH_SEEDS); since session 13 with seeded's fast finish and
+    # random configs of its own (the key marks hybrid records made before then as another search).
+    return {**search_limits(), "stage2": {"fast_finish": True, "own_random_stream": True}}
 
 
 class HybridStrategy:
