@@ -145,6 +145,9 @@ def write_plots(store: Store, out_dir: Path, max_cases: int = 4,
         slug = _slug(key)
         mine: dict[str, list[str]] = {}
         a = analyse(run, limits)
+        # One colour per strategy in every panel and both figures, so a reader matches them at a glance.
+        names = sorted({display_name(n, r, limits) for case in run["cases"].values() for n, r in case["strategies"].items()})
+        color = {name: plt.get_cmap("tab10")(i % 10) for i, name in enumerate(names)}
         # trajectories: cases with a trajectory for the most strategies, longest lfbo search first
         cands = []
         for label, case in run["cases"].items():
@@ -160,7 +163,7 @@ def write_plots(store: Store, out_dir: Path, max_cases: int = 4,
             for ax, (_, _, label, traj) in zip(axes[0], chosen):
                 for name, pts in sorted(traj.items()):
                     xs, ys = [p[0] for p in pts], [p[1] for p in pts]
-                    ax.step(xs, ys, where="post", marker="o", markersize=3, label=name)
+                    ax.step(xs, ys, where="post", marker="o", markersize=3, label=name, color=color.get(name))
                 # The first configs are often several times slower; zoom on the end game, where strategies differ.
                 lo = min(p[1] for pts in traj.values() for p in pts)
                 ax.set_ylim(lo * 0.97, lo * 1.5)
@@ -172,21 +175,24 @@ def write_plots(store: Store, out_dir: Path, max_cases: int = 4,
         bars = [(row["case"], row["strategy"], row["ratios"]["time_ratio"]) for row in a["rows"]
                 if row["ratios"] and row["strategy"] != BASELINE]
         if bars:
-            strategies = sorted({b[1] for b in bars})
             cases = sorted({b[0] for b in bars})
-            fig, ax = plt.subplots(figsize=(max(6, 0.45 * len(cases) * len(strategies) + 2), 4))
-            width = 0.8 / len(strategies)
-            for i, name in enumerate(strategies):
-                vals = {c: v for c, s, v in bars if s == name}
-                xs = [j + i * width for j, c in enumerate(cases) if c in vals]
-                ax.bar(xs, [vals[c] for c in cases if c in vals], width=width, label=name)
+            vals = {(c, name): v for c, name, v in bars}
+            present = {c: sorted(name for case, name in vals if case == c) for c in cases}
+            width = 0.8 / max(len(p) for p in present.values())
+            fig, ax = plt.subplots(figsize=(max(6, 0.35 * len(vals) + 0.4 * len(cases) + 3), 4))
+            labelled: set[str] = set()
+            for j, c in enumerate(cases):  # each case's bars centred on its tick
+                for i, name in enumerate(present[c]):
+                    ax.bar(j + (i - (len(present[c]) - 1) / 2) * width, vals[(c, name)], width=width,
+                           color=color.get(name), label=None if name in labelled else name)
+                    labelled.add(name)
             ax.axhline(1.0, color="black", linewidth=0.8)
             ax.axhline(BAR_TIME_RATIO, color="red", linewidth=0.8, linestyle="--", label=f"bar ({BAR_TIME_RATIO:g}x geomean)")
             ax.set_yscale("log")
-            ax.set_xticks([j + 0.4 - width / 2 for j in range(len(cases))])
+            ax.set_xticks(list(range(len(cases))))
             ax.set_xticklabels([c.rpartition(":")[2] for c in cases], rotation=60, ha="right", fontsize=7)
             ax.set_ylabel("tuning-time ratio (lfbo / strategy)")
-            ax.legend(fontsize=8)
+            ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
             mine["per-case tuning-time ratio"] = [_save(plt, fig, out_dir / f"time_ratio_{slug}.png")]
         written[key] = mine
     return written
