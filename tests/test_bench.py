@@ -250,6 +250,9 @@ def test_report_keeps_an_earlier_search_apart_and_says_why_a_case_misses_the_bar
         # an earlier seeded search (other limits) and one from before limits were recorded: both kept apart
         "p.m:b@small": {"lfbo": _rec(300, 400, 1.0, lf), "seeded": _rec(30, 40, 1.0, {"b": [8]}, strategy_limits=older)},
         "p.m:c@small": {"lfbo": _rec(300, 400, 1.0, lf), "seeded": _rec(30, 40, 1.0, {"b": [4]})},
+        # today's seeded, level on latency but only 2x less time: once from a wide search, once from dear configs
+        "p.m:e@medium": {"lfbo": _rec(400, 900, 1.0, lf), "seeded": _rec(200, 600, 1.0, {"b": [2]}, **NOW)},
+        "p.m:f@medium": {"lfbo": _rec(400, 800, 1.0, lf), "seeded": _rec(200, 100, 1.0, {"b": [2]}, **NOW)},
     }
     doc = {"format": 1, "runs": {"H200|x": {
         "gpu": {"name": "H200", "arch": "triton:sm90"}, "versions": {"helion": "1.5.0"}, "peaks": {},
@@ -258,14 +261,18 @@ def test_report_keeps_an_earlier_search_apart_and_says_why_a_case_misses_the_bar
     store = Store(tmp_path / "store.json", doc)
     (run,) = summary_json(store, LIMITS)["runs"]
     s = run["strategies"]
-    assert s["seeded"]["cases"] == 2 and s["seeded (other search)"]["cases"] == 2
-    assert s["seeded"]["meets_bar"] == {"time_ratio": True, "latency_geomean": False, "worst_latency": False}
+    assert s["seeded"]["cases"] == 4 and s["seeded (other search)"]["cases"] == 2
+    assert s["seeded"]["meets_bar"] == {"time_ratio": False, "latency_geomean": False, "worst_latency": False}
     assert s["seeded"]["cases_over_worst_bar"] == ["p.m:a@medium", "p.m:a@small"]
+    assert s["seeded"]["cases_under_time_bar"] == ["p.m:e@medium", "p.m:f@medium"]
     assert s["seeded (other search)"]["worst_latency_ratio"] == pytest.approx(1.0)
     md = markdown(store, None, LIMITS)
     assert "- p.m:a@medium `seeded` 1.1000: cold start (no seeds); its search already rated its pick 10.0% behind" in md
     assert ("- p.m:a@small `seeded` 1.0800: seeded from medium + 1 lock; its search rated its pick 0.0% ahead of lfbo's best "
             "(0.5 vs 0.5 ms, each search's clock), the fresh process 1.080x: the search's timings flattered its pick") in md
+    assert ("- p.m:e@medium `seeded` 2.00x: cold start (no seeds); its search was wide: 600 configs against lfbo's 900 "
+            "(1.50x fewer); 200 s against lfbo's 400 s") in md
+    assert ("- p.m:f@medium `seeded` 2.00x: cold start (no seeds); each config cost 2.00 s against lfbo's 0.50 s") in md
     assert "`name (other search)`: made by an earlier or trial version" in md
     # Read without today's limits (no strategies at hand), nothing is relabelled.
     assert set(summary_json(store)["runs"][0]["strategies"]) == {"lfbo", "seeded"}

@@ -355,3 +355,65 @@ def test_seeded_ranks_its_finalists_as_shipped_when_asked(pallas_env: None, monk
     assert info["chosen_ms"] == min(info["timed_ms"]) == info["timed_ms"][info["chosen_index"]]
     assert info["changed"] == (info["chosen_index"] != 0)
     assert entry.provenance["seconds"] >= info["seconds"]  # the last choice is counted as tuning time
+
+
+def test_bounded_polish_benchmarks_only_the_picked_neighbours(pallas_env: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """seeded's optional polish width (off by default): each round benchmarks only what the surrogate picks.
+
+    Real Helion search and neighbourhood on tinypkg; the benchmark is faked (a score per
+    config) and so is the surrogate's pick (the last ``max_neighbors`` offered), so the
+    test sees exactly which configs a round ran.  Neighbours not picked stay unvisited.
+    """
+    import torch
+
+    from helion.autotuner import LFBOTreeSearch
+
+    from tuning.strategies import seeded
+    from tuning.strategies.polish import bound_polish
+
+    x = torch.randn(64, 128)
+    bound = _case().kernel.bind((x, x))
+    search = LFBOTreeSearch(bound, (x, x), copies=1, polish_rounds=3)
+    search._prepare()
+    assert bound_polish(search, 0) == {} and "_polish_descent" not in vars(search)  # off: Helion's own
+    assert bound_polish(search, 2) == {"max_neighbors": 2}
+
+    offered: list[list[Any]] = []
+    picked: list[list[Any]] = []
+    ran: list[tuple[str, Any]] = []
+
+    def pick(members: list[Any], n: int) -> list[Any]:
+        offered.append([m.config for m in members])
+        picked.append([m.config for m in members[-n:]])
+        return members[-n:]
+
+    def bench(members: list[Any], *, desc: str = "", raise_if_no_viable_config: bool = True) -> list[Any]:
+        for i, m in enumerate(members):
+            m.perfs.append(40.0 - i)  # within a round, the last benchmarked is the fastest
+            m.status = "ok"
+            ran.append((desc, m.config))
+        return members
+
+    monkeypatch.setattr(search, "_surrogate_select", pick)
+    monkeypatch.setattr(search, "benchmark_population", bench)
+    monkeypatch.setattr(search, "rebenchmark_population", lambda members, desc="": None)
+    start = search.make_unbenchmarked(search.config_gen.default_flat())
+    start.perfs.append(50.0)
+    start.status = "ok"
+    search.population = [start]
+    visited = {start.config}
+    search._polish_descent(visited)
+
+    assert len(offered[0]) > 2  # tinypkg's neighbourhood is wider than the cap
+    assert [c for d, c in ran if d == "Polish round 1"] == picked[0]  # exactly the picked two ran
+    everything_picked = {c for p in picked for c in p}
+    assert {c for _, c in ran} <= everything_picked | set(offered[-1])  # nothing unpicked ran (a last small round runs whole)
+    for c in offered[0]:
+        assert (c in visited) == (c in {c for _, c in ran})  # left out = still unvisited
+    # Round 1 moved to its fastest (39 ms, from 50); round 2 found nothing faster, so the descent stopped.
+    assert search.best.perf == 39.0 and {d for d, _ in ran} <= {"Polish round 1", "Polish round 2"}
+
+    # Provenance: the key appears only when on, so records made with Helion's polish keep matching.
+    assert "polish" not in seeded.search_limits()
+    monkeypatch.setitem(seeded.POLISH, "max_neighbors", 24)
+    assert seeded.search_limits()["polish"] == {"max_neighbors": 24}

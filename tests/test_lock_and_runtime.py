@@ -71,7 +71,7 @@ def test_crash_mid_build_keeps_finished_cases(tmp_path: Path) -> None:
     """A build that dies on its third case keeps the first two in the lock; the rerun tunes only the rest."""
     from tuning.plan import Case, make_plan
     from tuning.specs import parse_shapes
-    from tuning.strategies import Budget, TuneOutcome
+    from tuning.strategies import Budget
     from tuning.tune import TuneRun, run_plan
 
     specs = parse_shapes({"p.m:k": {"a": ["f32[4]"], "b": ["f32[8]"], "c": ["f32[16]"]}})["p.m:k"]

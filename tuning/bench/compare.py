@@ -121,6 +121,25 @@ def shortfall_why(rec: dict[str, Any], base: dict[str, Any], ratio: float) -> st
             f"{theirs:.4g} ms): it converged in a slower region than lfbo's full search reached")
 
 
+def slow_why(rec: dict[str, Any], base: dict[str, Any], ratio: float) -> str:
+    """What the records say about a case under the time bar: was the search too wide, or each config too dear?
+
+    The time ratio is the configs ratio times the ratio of seconds per config, so
+    one of the two is what fell short.  A wide search (many configs) points at the
+    search's limits or its polish; dear configs point at fixed costs (compile
+    waits, timeouts, re-benchmarks) that a short search cannot spread out.
+    """
+    seeds = seeds_label(rec)
+    start = "cold start (no seeds)" if seeds.startswith("cold") else f"seeded from {seeds}"
+    mine_n, base_n = rec["configs_tested"], base["configs_tested"]
+    mine_per, base_per = rec["tuning_seconds"] / mine_n, base["tuning_seconds"] / base_n
+    wide = base_n / mine_n < BAR_TIME_RATIO
+    why = (f"its search was wide: {mine_n} configs against lfbo's {base_n} ({base_n / mine_n:.2f}x fewer)" if wide
+           else f"each config cost {mine_per:.2f} s against lfbo's {base_per:.2f} s (fixed costs: compile waits, "
+                "timeouts, re-benchmarks)")
+    return f"{start}; {why}; {rec['tuning_seconds']:.0f} s against lfbo's {base['tuning_seconds']:.0f} s"
+
+
 def bar_check(summary: dict[str, Any]) -> dict[str, bool | None]:
     """One strategy's summary against the bar (None where there is nothing to judge)."""
     t, g, w = summary.get("geomean_time_ratio"), summary.get("geomean_latency_ratio"), summary.get("worst_latency_ratio")
@@ -159,6 +178,8 @@ def analyse(run: dict[str, Any], limits: dict[str, Any] | None = None,
                 per[name].append(row["ratios"])
                 if name != BASELINE and row["ratios"]["latency_ratio"] > BAR_WORST_LATENCY:
                     row["shortfall"] = shortfall_why(rec, base, row["ratios"]["latency_ratio"])
+                if name != BASELINE and row["ratios"]["time_ratio"] < BAR_TIME_RATIO:
+                    row["slow"] = slow_why(rec, base, row["ratios"]["time_ratio"])
             if row["ratios"] is None:
                 excluded.append({"case": label, "strategy": name, "why": row["why"]})
             rows.append(row)
@@ -175,6 +196,8 @@ def analyse(run: dict[str, Any], limits: dict[str, Any] | None = None,
             summary[name]["meets_bar"] = bar_check(summary[name])
             summary[name]["cases_over_worst_bar"] = [row["case"] for row in rows
                                                      if row["strategy"] == name and row.get("shortfall")]
+            summary[name]["cases_under_time_bar"] = [row["case"] for row in rows
+                                                     if row["strategy"] == name and row.get("slow")]
     for name in summary:
         summary[name].update(llm_use([row["record"] for row in rows if row["strategy"] == name]))
     return {"rows": rows, "strategies": summary, "excluded": excluded, "lfbo_hit_seconds_cap": capped}

@@ -29,7 +29,7 @@ def _f(v: Any, digits: int = 3) -> str:
 
 
 def bar_lines(a: dict[str, Any]) -> list[str]:
-    """The "Against the bar" section: each strategy's verdict, then every case over 1.05 and why."""
+    """The "Against the bar" section: each strategy's verdict, then every case over 1.05 or under 4x, and why."""
     judged = {n: s for n, s in a["strategies"].items() if n != BASELINE and s["cases"]}
     if not judged:
         return []
@@ -52,6 +52,11 @@ def bar_lines(a: dict[str, Any]) -> list[str]:
         lines += ["", f"Cases over {BAR_WORST_LATENCY}, and what their records say:", ""]
         lines += [f"- {row['case']} `{row['strategy']}` {row['ratios']['latency_ratio']:.4f}: {row['shortfall']}"
                   for row in short]
+    slow = [row for row in a["rows"] if row.get("slow")]
+    if slow:
+        lines += ["", f"Cases under {BAR_TIME_RATIO:g}x less tuning time (the bar is on the geomean; these pull it down), "
+                  "and what their records say:", ""]
+        lines += [f"- {row['case']} `{row['strategy']}` {row['ratios']['time_ratio']:.2f}x: {row['slow']}" for row in slow]
     if any(OTHER_SEARCH in n for n in a["strategies"]):
         lines += ["", f"`name{OTHER_SEARCH}`: made by an earlier or trial version of that strategy's search (other search "
                   "limits than today's, `strategy_limits` in the store); kept apart from today's numbers, and rerun by "

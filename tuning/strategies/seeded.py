@@ -20,6 +20,7 @@ from typing import Any
 from .as_shipped import finalists, rank_as_shipped
 from .base import Budget, TuneContext, TuneOutcome
 from .lfbo import apply_budget_settings, run_search, search_kwargs
+from .polish import bound_polish
 
 # Search limits.  Explicit budget keys win.  Both tables are Helion's quick profile
 # (initial_population 30, copies 2, max_generations 5, polish_rounds 10), the
@@ -72,6 +73,13 @@ FAST_FINISH_TARGET_MS = 1000.0
 # latency geomean 1.027 against the wide search's 1.008 alone, and cost 6-23 s a case (logs there).
 AS_SHIPPED = {"finalists": 0, "rounds": 3}
 
+# Polish width (polish.py): at most this many surrogate-picked neighbours a polish round;
+# 0 = Helion's full radius-1 neighbourhood.  Off: a candidate fix for rope, where the
+# full-width polish is most of seeded's time (bench/results/polish_replay.json, session 14
+# logs), not yet measured on the GPU.  Try it with bench/seeded_variant.py
+# (--set polish.max_neighbors=24).
+POLISH = {"max_neighbors": 0}
+
 
 def fast_finish(search: Any) -> dict[str, Any]:
     """Apply seeded's fast finish to one Helion search; return what was applied (for provenance).
@@ -109,10 +117,16 @@ def search_limits() -> dict[str, Any]:
     ``kiln bench`` stores it with each result and reruns a result made under
     other limits, so a changed search is never judged by an old one's numbers.
     """
-    return {"with_seeds": WITH_SEEDS, "compiler_seeds_only": COMPILER_SEEDS_ONLY, "as_shipped": AS_SHIPPED,
-            "fast_finish": {"compile_timeout_s": FAST_FINISH_COMPILE_TIMEOUT_S,
-                            "adaptive_timeout_floor_s": FAST_FINISH_ADAPTIVE_TIMEOUT_FLOOR_S,
-                            "top_k": FAST_FINISH_TOP_K, "target_ms": FAST_FINISH_TARGET_MS}}
+    limits: dict[str, Any] = {
+        "with_seeds": WITH_SEEDS, "compiler_seeds_only": COMPILER_SEEDS_ONLY, "as_shipped": AS_SHIPPED,
+        "fast_finish": {"compile_timeout_s": FAST_FINISH_COMPILE_TIMEOUT_S,
+                        "adaptive_timeout_floor_s": FAST_FINISH_ADAPTIVE_TIMEOUT_FLOOR_S,
+                        "top_k": FAST_FINISH_TOP_K, "target_ms": FAST_FINISH_TARGET_MS}}
+    # Only when on: off is Helion's own polish, which every stored record already ran, so
+    # adding the key at 0 would mark them all as another search and rerun them for nothing.
+    if POLISH["max_neighbors"] > 0:
+        limits["polish"] = dict(POLISH)
+    return limits
 
 
 class SeededStrategy:
@@ -133,6 +147,7 @@ class SeededStrategy:
         search = LFBOTreeSearch(bound_kernel, args, **kwargs)
         search.set_best_available_seed_configs(seeds)
         finish = fast_finish(search)
+        polish = bound_polish(search, POLISH["max_neighbors"])
         outcome = run_search(search, budget.max_configs)
         if AS_SHIPPED["finalists"] > 0:
             start = time.perf_counter()
@@ -144,4 +159,6 @@ class SeededStrategy:
         outcome.extra["seeds"] = len(seeds)
         if finish:
             outcome.extra["fast_finish"] = finish
+        if polish:
+            outcome.extra["polish"] = polish
         return outcome
