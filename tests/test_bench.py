@@ -278,6 +278,39 @@ def test_report_keeps_an_earlier_search_apart_and_says_why_a_case_misses_the_bar
     assert set(summary_json(store)["runs"][0]["strategies"]) == {"lfbo", "seeded"}
 
 
+def test_polish_replay_reads_rounds_back_from_a_log(tmp_path: Path) -> None:
+    """bench/polish_replay.py on a log cut the way `kiln bench` and Helion write it (session 14's rope@medium, shortened)."""
+    from bench.polish_replay import main, parse, with_caps
+
+    log = tmp_path / "table.log"
+    log.write_text("\n".join([
+        "kiln bench: tune p.m:k@medium with lfbo",
+        "[5s] Generation 1 complete: ",
+        "kiln bench: tune p.m:k@medium with seeded",
+        "[21s] Qualified population of 30, 2 retained search paths: ",
+        "ok=30 | min=0.2727 mid=0.8019 max=30.8837",
+        "[72s] Generation 5 complete: ",
+        "ok=33 | min=0.1000 mid=0.12 max=0.4",
+        "[99s] Polish round 1: 95 neighbors, best 0.0951ms",
+        "[123s] Polish round 2: 74 neighbors, best 0.0922ms",
+        "[146s] Polish round 3: 71 neighbors, best 0.0920ms",
+        "[217s] Final verification selected a different config: 0.0916ms -> 0.0912ms",
+        "[219s] Autotuning complete in 219.5s after searching 642 configs.",
+        "kiln bench: tune p.m:k@small with seeded",  # cut before it finished: not a search to replay
+        "[3s] Polish round 1: 9 neighbors, best 0.01ms",
+    ]) + "\n")
+    (search,) = parse(log)
+    assert (search["case"], search["main_end_s"], search["configs"]) == ("p.m:k@medium", 72, 642)
+    assert [r["best_ms"] for r in search["rounds"]] == [0.0951, 0.0922, 0.0920]
+    row = with_caps(search)
+    assert row["polish_s"] == 146 - 72
+    # A cap of 1 ends at round 1 plus the finish it ran after its last round (219.5 - 146 s).
+    assert row["caps"]["1"] == {"seconds": 99 + 73.5, "best_ms": 0.0951, "loss": round(0.0951 / 0.0920 - 1, 4)}
+    assert row["caps"]["3"]["loss"] == 0.0 and row["caps"]["0"]["best_ms"] == 0.1
+    out = tmp_path / "replay.json"
+    assert main([str(log), "--out", str(out)]) == 0 and len(json.loads(out.read_text())["searches"]) == 1
+
+
 def test_variant_summary_judges_each_search_on_its_own_records(tmp_path: Path) -> None:
     """A variant store holds a trial search's records next to older ones: each search gets its own geomeans."""
     from bench.variant_summary import summarise
