@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 _TUNE = re.compile(r"^kiln bench: tune (\S+) with seeded$")
-_STAMP = re.compile(r"^\[(\d+)s\] ")
 _MAIN_END = re.compile(r"^\[(\d+)s\] (Generation \d+ complete|Autotuning stop at generation)")
 _MIN = re.compile(r"\bmin=([0-9.]+)")
 _POLISH = re.compile(r"^\[(\d+)s\] Polish round (\d+): (\d+) neighbors, best ([0-9.]+)ms")

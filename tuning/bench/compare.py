@@ -99,6 +99,12 @@ def display_name(name: str, rec: dict[str, Any], limits: dict[str, Any] | None) 
     return name if rec.get("strategy_limits") == limits[name] else name + OTHER_SEARCH
 
 
+def _start(rec: dict[str, Any]) -> str:
+    """How the case's search started, as both explanations open."""
+    seeds = seeds_label(rec)
+    return "cold start (no seeds)" if seeds.startswith("cold") else f"seeded from {seeds}"
+
+
 def shortfall_why(rec: dict[str, Any], base: dict[str, Any], ratio: float) -> str:
     """What the records say about a case over the worst-case bar: the seeds, and where the gap showed.
 
@@ -107,8 +113,7 @@ def shortfall_why(rec: dict[str, Any], base: dict[str, Any], ratio: float) -> st
     If the search already saw its pick behind lfbo's best, the search stopped in
     a slower basin; if it saw them level, the search's timings flattered its pick.
     """
-    seeds = seeds_label(rec)
-    start = "cold start (no seeds)" if seeds.startswith("cold") else f"seeded from {seeds}"
+    start = _start(rec)
     mine, theirs = rec.get("search_best_ms"), base.get("search_best_ms")
     if not (mine and theirs):
         return f"{start}; no in-search timing recorded"
@@ -121,7 +126,7 @@ def shortfall_why(rec: dict[str, Any], base: dict[str, Any], ratio: float) -> st
             f"{theirs:.4g} ms): it converged in a slower region than lfbo's full search reached")
 
 
-def slow_why(rec: dict[str, Any], base: dict[str, Any], ratio: float) -> str:
+def slow_why(rec: dict[str, Any], base: dict[str, Any]) -> str:
     """What the records say about a case under the time bar: was the search too wide, or each config too dear?
 
     The time ratio is the configs ratio times the ratio of seconds per config, so
@@ -129,8 +134,7 @@ def slow_why(rec: dict[str, Any], base: dict[str, Any], ratio: float) -> str:
     search's limits or its polish; dear configs point at fixed costs (compile
     waits, timeouts, re-benchmarks) that a short search cannot spread out.
     """
-    seeds = seeds_label(rec)
-    start = "cold start (no seeds)" if seeds.startswith("cold") else f"seeded from {seeds}"
+    start = _start(rec)
     mine_n, base_n = rec["configs_tested"], base["configs_tested"]
     mine_per, base_per = rec["tuning_seconds"] / mine_n, base["tuning_seconds"] / base_n
     wide = base_n / mine_n < BAR_TIME_RATIO
@@ -179,7 +183,7 @@ def analyse(run: dict[str, Any], limits: dict[str, Any] | None = None,
                 if name != BASELINE and row["ratios"]["latency_ratio"] > BAR_WORST_LATENCY:
                     row["shortfall"] = shortfall_why(rec, base, row["ratios"]["latency_ratio"])
                 if name != BASELINE and row["ratios"]["time_ratio"] < BAR_TIME_RATIO:
-                    row["slow"] = slow_why(rec, base, row["ratios"]["time_ratio"])
+                    row["slow"] = slow_why(rec, base)
             if row["ratios"] is None:
                 excluded.append({"case": label, "strategy": name, "why": row["why"]})
             rows.append(row)
