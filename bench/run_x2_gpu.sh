@@ -12,7 +12,8 @@
 #   launch  : only start A and B (JOB_A/JOB_B) and return; wait [s] : wait for them, then pack
 #   scaling : local executor, same cases on 1 GPU then 2 (needs both GPUs to itself)
 #   table [s]      : #5's 33-case table: `kiln bench --all -C seconds=900 --strategies lfbo,seeded`, shard 0/2 as
-#                    job A on GPU0 and 1/2 as job B on GPU1, for at most s seconds (default 1500), resuming
+#                    job A on GPU0 and 1/2 as job B on GPU1 (on a 1-GPU machine: one unsharded job A on
+#                    every core, in TABLE_CASES order), for at most s seconds (default 1500), resuming
 #                    from the committed bench/results/store.json; PRE_A/PRE_B run first; returns at once.
 #                    TABLE_CASES (a --cases list) narrows it, e.g. to families not measured yet; the
 #                    shards then split that list's kernels
@@ -27,7 +28,8 @@
 #   fix-trial [s]  : `table` with seeded's fix candidates first (#5, after session 11): GPU0 runs VARIANTS_A
 #                    (default: as-shipped last choice; two search paths), GPU1 the search_path_gap probe then
 #                    VARIANTS_B (default: a wider search), each GPU then its table shard; returns at once
-#   table-wait [s] : wait up to s seconds (or until the table is done), copy the store to $OUT
+#   table-wait [s] : wait up to s seconds (or until the table is done), copy the store to $OUT; on a
+#                    fresh machine (no table job: the last one went back) launch `table` first
 #                    (copy it back to bench/results/store.json, `kiln bench --to-lock`, commit: the next session resumes)
 set -u
 phase=$1; shift
@@ -65,10 +67,11 @@ start)
 jobA|jobB)
   # JOB_A / JOB_B (shell commands; "$R" is the results folder) override the defaults below,
   # which are the last runs made with this script.
-  if [ "$phase" = jobA ]; then gpu=0; cores=0-15; cmd=${JOB_A:-"python3 bench/strategies_gpu.py --cases model_kernels.swiglu:swiglu@medium --strategies seeded,lfbo --lfbo-seconds 360 --out $R/strategies_swiglu.json > $R/strategies_swiglu.log 2>&1; python3 bench/model_kernels_gpu.py --out $R/mk --family-timeout 90 --families rope,swiglu,mamba2_chunk_scan,gdn_fwd_h > $R/mk.log 2>&1"}
+  if [ "$phase" = jobA ]; then gpu=0; cores=${CORES_A:-0-15}; cmd=${JOB_A:-"python3 bench/strategies_gpu.py --cases model_kernels.swiglu:swiglu@medium --strategies seeded,lfbo --lfbo-seconds 360 --out $R/strategies_swiglu.json > $R/strategies_swiglu.log 2>&1; python3 bench/model_kernels_gpu.py --out $R/mk --family-timeout 90 --families rope,swiglu,mamba2_chunk_scan,gdn_fwd_h > $R/mk.log 2>&1"}
   else gpu=1; cores=16-31; cmd=${JOB_B:-"python3 bench/strategies_gpu.py --cases model_kernels.matmul:matmul@small --strategies seeded,lfbo --lfbo-seconds 360 --out $R/strategies_matmul.json > $R/strategies_matmul.log 2>&1; python3 bench/attention_accuracy_gpu.py --out $R/attention_accuracy.json > $R/attention_accuracy.log 2>&1"}
   fi
   export CUDA_VISIBLE_DEVICES=$gpu HELION_AUTOTUNE_PRECOMPILE_JOBS=16
+  [ "$gpu" -lt "$(nvidia-smi -L | wc -l)" ] || { touch "$R/${phase#job}.done"; exit 0; }  # a 1-GPU machine has no GPU1
   taskset -c "$cores" timeout "${JOB_TIMEOUT:-1200}" bash -c "$cmd"
   touch "$R/${phase#job}.done" ;;
 launch)
@@ -92,8 +95,12 @@ table)
   seed_store
   bench="python3 -m tuning.cli bench ${TABLE_CASES:+--cases $TABLE_CASES} -C seconds=900 --strategies lfbo,seeded --store $R/store.json"
   export JOB_TIMEOUT=${1:-1500}
-  export JOB_A="${PRE_A:+$PRE_A; }$bench --shard 0/2 > $R/table0.log 2>&1"
-  export JOB_B="${PRE_B:+$PRE_B; }$bench --shard 1/2 > $R/table1.log 2>&1"
+  if [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
+    export JOB_A="${PRE_A:+$PRE_A; }$bench --shard 0/2 > $R/table0.log 2>&1"
+    export JOB_B="${PRE_B:+$PRE_B; }$bench --shard 1/2 > $R/table1.log 2>&1"
+  else  # one GPU: one job, every case in TABLE_CASES order, all the cores; no job B
+    export JOB_A="${PRE_A:+$PRE_A; }$bench > $R/table0.log 2>&1" JOB_B=true CORES_A=0-$(( $(nproc) - 1 ))
+  fi
   bash bench/run_x2_gpu.sh launch ;;
 llm-bench)
   seed_store
@@ -125,6 +132,13 @@ fix-trial)
   PRE_B="python3 bench/probes/search_path_gap.py --cases $probe_cases --out $R/search_path_gap.json > $R/search_path_gap.log 2>&1; "'VARIANTS="$VARIANTS_B" bash bench/run_x2_gpu.sh variants' \
     bash bench/run_x2_gpu.sh table "${1:-1500}" ;;
 table-wait)
+  # A machine idle past its release window goes back, and the next call gets a fresh one with no
+  # job (session 15 lost a whole call waiting on nothing): relaunch the table there instead, from
+  # the store in the working tree (TABLE_CASES as given to this call).
+  if [ ! -e "$R/table0.log" ]; then
+    echo "table-wait: no table job on this machine (a fresh one: the last went back); relaunching"
+    bash bench/run_x2_gpu.sh table "${1:-500}"
+  fi
   wait_jobs "${1:-500}"; cp "$R/store.json" "$OUT/" 2>/dev/null; grep -hE "^kiln bench: (done|FAILED)" "$R"/table?.log | tail -20; pack ;;
 scaling)
   pkill -f strategies_gpu.py; pkill -f model_kernels_gpu.py; pkill -f attention_accuracy_gpu.py
