@@ -23,7 +23,7 @@ Each variant is evaluated with the global row max (as one tile would) and,
 for a and b_2^8, with a blocked online softmax (running max over key blocks of
 --block, as the kernel runs it).
 
-Usage: python bench/fp8_p_rounding_cpu.py [--seqs 1024,2048,4096] [--out FILE.json]
+Usage: python bench/fp8_p_rounding_cpu.py [--seqs 512:64,1024:128] [--out FILE.json]  (seq:head_dim pairs)
 """
 
 from __future__ import annotations
@@ -63,17 +63,17 @@ def global_max(s: torch.Tensor, v: torch.Tensor, dtype: torch.dtype | None, scal
 
 def online(s: torch.Tensor, v: torch.Tensor, dtype: torch.dtype | None, scale: float, block: int) -> torch.Tensor:
     m = torch.full(s.shape[:-1], -math.inf, dtype=s.dtype)
-    l = torch.zeros(s.shape[:-1], dtype=s.dtype)
+    row_sum = torch.zeros(s.shape[:-1], dtype=s.dtype)
     acc = torch.zeros(*s.shape[:-1], v.size(-1), dtype=s.dtype)
     for lo in range(0, s.size(-1), block):
         sb = s[..., lo:lo + block]
         new_m = torch.maximum(m, sb.amax(-1))
         p = torch.exp(sb - new_m[..., None]) * scale
         corr = torch.exp(m - new_m)
-        l = l * corr + p.sum(-1)
+        row_sum = row_sum * corr + p.sum(-1)
         acc = acc * corr[..., None] + rnd(p, dtype) @ v[..., lo:lo + block, :]
         m = new_m
-    return acc / l[..., None]
+    return acc / row_sum[..., None]
 
 
 def errors(out: torch.Tensor, ref: torch.Tensor) -> dict[str, float]:

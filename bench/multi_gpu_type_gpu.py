@@ -69,7 +69,7 @@ def verify(wheel: Path, lock: Path, out: Path) -> None:
                    check=True)
     proc = subprocess.run([sys.executable, "-c", VERIFY.format(target=str(target))], capture_output=True, text=True)
     print(proc.stdout[-3000:], proc.stderr[-3000:])
-    line = next(l for l in proc.stdout.splitlines() if l.startswith("RESULT"))
+    line = next(x for x in proc.stdout.splitlines() if x.startswith("RESULT"))
     res = json.loads(line[len("RESULT"):])
     dev = device_key_for("cuda")
     entries = json.loads(lock.read_text())["entries"]

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import os
 import statistics
@@ -160,7 +161,7 @@ def main() -> None:
         timers: dict[str, str] = {}
         for _ in range(ns.rounds):
             for n, fn in fns.items():
-                ms, timers[n] = time_ms(lambda fn=fn: fn(*args), "cuda")
+                ms, timers[n] = time_ms(functools.partial(fn, *args), "cuda")
                 samples[n].append(ms)
         row["remeasured_ms"] = {n: round(statistics.median(v), 5) for n, v in samples.items()}
         row["timers"] = timers

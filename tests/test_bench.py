@@ -278,6 +278,33 @@ def test_report_keeps_an_earlier_search_apart_and_says_why_a_case_misses_the_bar
     assert set(summary_json(store)["runs"][0]["strategies"]) == {"lfbo", "seeded"}
 
 
+def test_report_gives_the_latency_geomean_without_cases_where_lfbo_ended_far_behind(tmp_path: Path) -> None:
+    """One case where lfbo's own search ended 30% slower (rope@small, session 15) must not hide that the rest miss 1.01."""
+    lf = {"b": [64]}
+
+    def pair(ms: float) -> dict[str, Any]:
+        return {"lfbo": _rec(400, 500, 1.0, lf),
+                "seeded": _rec(80, 100, ms, {"b": [32]}, vs_lfbo={"lfbo_config": lf, "lfbo_ms": 1.0, "ms": ms}, **NOW)}
+
+    cases = {"p.m:a@small": pair(0.7), "p.m:a@medium": pair(1.02), "p.m:a@large": pair(1.03)}
+    doc = {"format": 1, "runs": {"H200|x": {
+        "gpu": {"name": "H200", "arch": "triton:sm90"}, "versions": {"helion": "1.5.0"}, "peaks": {},
+        "cases": {label: {"kernel_id": label.partition("@")[0], "shape_name": label.partition("@")[2], "strategies": s}
+                  for label, s in cases.items()}}}}
+    store = Store(tmp_path / "store.json", doc)
+    (run,) = summary_json(store, LIMITS)["runs"]
+    s = run["strategies"]["seeded"]
+    assert s["geomean_latency_ratio"] == pytest.approx((0.7 * 1.02 * 1.03) ** (1 / 3))  # under 1.01: the bar reads yes
+    assert s["meets_bar"]["latency_geomean"] is True
+    assert s["cases_far_ahead_of_lfbo"] == ["p.m:a@small"]
+    assert s["geomean_latency_ratio_without_far_ahead"] == pytest.approx((1.02 * 1.03) ** 0.5)
+    assert run["strategies"]["lfbo"].get("cases_far_ahead_of_lfbo") is None
+    md = markdown(store, None, LIMITS)
+    assert ("`seeded` ran faster than `lfbo` by more than 5% on p.m:a@small (0.7000): `lfbo`'s full search ended on a "
+            "slower config there, and such a case pulls the latency geomean down. Without it (2 cases): latency geomean "
+            "1.0250 **no**.") in md
+
+
 def test_polish_replay_reads_rounds_back_from_a_log(tmp_path: Path) -> None:
     """bench/polish_replay.py on a log cut the way `kiln bench` and Helion write it (session 14's rope@medium, shortened)."""
     from bench.polish_replay import main, parse, with_caps

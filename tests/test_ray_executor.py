@@ -113,13 +113,13 @@ def test_ray_build_gives_the_local_executors_lock(ray_cluster: str, tinypkg: Pat
     by_ray, by_local = _lock_entries(tinypkg), _lock_entries(local_project)
     assert set(by_ray) == set(by_local) == {"small", "wide"}
     for name in by_ray:
-        r, l = by_ray[name], by_local[name]
+        ray, local = by_ray[name], by_local[name]
         same = ("kernel", "shape_name", "shape", "source_hash", "device", "arch")
-        assert {k: r[k] for k in same} == {k: l[k] for k in same}
-        assert sorted(r["config"]) == sorted(l["config"])
+        assert {k: ray[k] for k in same} == {k: local[k] for k in same}
+        assert sorted(ray["config"]) == sorted(local["config"])
         for k in ("strategy", "spec", "budget", "versions", "seeds"):
-            assert r["provenance"][k] == l["provenance"][k], k
-        assert r["provenance"]["strategy"] == "seeded" and r["provenance"]["budget"]["max_configs"] == 3
+            assert ray["provenance"][k] == local["provenance"][k], k
+        assert ray["provenance"]["strategy"] == "seeded" and ray["provenance"]["budget"]["max_configs"] == 3
     # The anchor (first shape) seeded the other one on Ray too.
     assert (by_ray["small"]["provenance"]["seeds"], by_ray["wide"]["provenance"]["seeds"]) == (0, 1)
 
@@ -181,7 +181,7 @@ def test_ray_retries_a_dead_worker_once_and_reports_failures(ray_cluster: str, t
     proc = subprocess.run(code_args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-6000:]
     seconds = time.monotonic() - start
-    line = next(l for l in proc.stdout.splitlines() if l.startswith("RESULT"))
+    line = next(x for x in proc.stdout.splitlines() if x.startswith("RESULT"))
     results = json.loads(line[len("RESULT"):])
 
     assert {k: v[0] for k, v in results.items()} == {
@@ -189,7 +189,7 @@ def test_ray_retries_a_dead_worker_once_and_reports_failures(ray_cluster: str, t
     assert "died twice" in results["doomed"][1] and "WorkerCrashedError" in results["doomed"][1]
     assert results["broken"][1] == "ValueError: fake bench: this case is broken"
 
-    calls = [l.split() for l in log.read_text().splitlines()]
+    calls = [line.split() for line in log.read_text().splitlines()]
     count = {name: sum(1 for c in calls if c[0] == name) for name in results}
     assert count == {"small": 1, "wide": 1, "crashy": 2, "doomed": 2, "broken": 1}  # Ray's one retry, deaths only
     # tuning_order: the middle declared shape (crashy) is the anchor; every other case waited for it and got its seed.

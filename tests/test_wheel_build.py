@@ -53,7 +53,7 @@ print("RESULT" + json.dumps(out))
 
 
 def _result(stdout: str) -> dict:
-    line = next(l for l in stdout.splitlines() if l.startswith("RESULT"))
+    line = next(x for x in stdout.splitlines() if x.startswith("RESULT"))
     return json.loads(line[len("RESULT"):])
 
 

@@ -47,6 +47,16 @@ def bar_lines(a: dict[str, Any]) -> list[str]:
         lines.append(f"| {name} | {s['cases']} | {verdict(s['geomean_time_ratio'], ok['time_ratio'], 2)} "
                      f"| {verdict(s['geomean_latency_ratio'], ok['latency_geomean'], 4)} "
                      f"| {verdict(s['worst_latency_ratio'], ok['worst_latency'], 4)} | {len(s['cases_over_worst_bar'])} |")
+    for name, s in judged.items():
+        ahead = [row for row in a["rows"] if row["strategy"] == name and row["case"] in s["cases_far_ahead_of_lfbo"]]
+        if ahead:
+            rest = s["geomean_latency_ratio_without_far_ahead"]
+            verdict_rest = "-" if rest is None else verdict(rest, rest <= BAR_LATENCY_GEOMEAN, 4)
+            lines += ["", f"`{name}` ran faster than `lfbo` by more than {BAR_WORST_LATENCY - 1:.0%} on "
+                      + ", ".join(f"{row['case']} ({row['ratios']['latency_ratio']:.4f})" for row in ahead)
+                      + f": `lfbo`'s full search ended on a slower config there, and such a case pulls the latency geomean down. "
+                      f"Without {'it' if len(ahead) == 1 else 'them'} ({s['cases'] - len(ahead)} cases): latency geomean "
+                      f"{verdict_rest}."]
     short = [row for row in a["rows"] if row.get("shortfall")]
     if short:
         lines += ["", f"Cases over {BAR_WORST_LATENCY}, and what their records say:", ""]
