@@ -305,6 +305,33 @@ def test_report_gives_the_latency_geomean_without_cases_where_lfbo_ended_far_beh
             "1.0250 **no**.") in md
 
 
+def test_copy_peak_is_the_fastest_of_streams_that_really_copy() -> None:
+    """Each candidate moves the same bytes (checked on CPU tensors); the fastest sets copy_gbps, all are kept."""
+    import torch
+
+    from tuning.bench.roofline import best_copy, copy_candidates
+
+    src = torch.arange(64, dtype=torch.uint8)
+    for name in copy_candidates(src, torch.empty_like(src)):
+        dst = torch.zeros_like(src)
+        copy_candidates(src, dst)[name]()
+        assert torch.equal(dst, src), name
+
+    fake_ms = {"memcpy": 0.79, "elementwise": 0.5}
+    timed: list[str] = []
+
+    def timer(fn: Any, device: str) -> tuple[float, str]:
+        name = next(n for n, f in cands.items() if f is fn)
+        timed.append(name)
+        return fake_ms[name], "cudagraph"
+
+    cands = {"memcpy": lambda: None, "elementwise": lambda: None}
+    out = best_copy(cands, 1 << 30, "cuda", timer)
+    assert sorted(timed) == ["elementwise", "memcpy"]
+    assert out["copy"]["by"] == "elementwise" and out["copy"]["candidates_ms"] == fake_ms
+    assert out["copy_gbps"] == pytest.approx(2 * (1 << 30) / 0.5e-3 / 1e9, abs=0.01)
+
+
 def test_polish_replay_reads_rounds_back_from_a_log(tmp_path: Path) -> None:
     """bench/polish_replay.py on a log cut the way `kiln bench` and Helion write it (session 14's rope@medium, shortened)."""
     from bench.polish_replay import main, parse, with_caps

@@ -417,3 +417,46 @@ def test_bounded_polish_benchmarks_only_the_picked_neighbours(pallas_env: None, 
     assert "polish" not in seeded.search_limits()
     monkeypatch.setitem(seeded.POLISH, "max_neighbors", 24)
     assert seeded.search_limits()["polish"] == {"max_neighbors": 24}
+
+
+def test_seed_variants_add_each_seed_at_the_other_pid_types(pallas_env: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """seeded's optional seed variants (off by default): the first N seeds again at every other allowed layout.
+
+    The pure rule, then a real seeded tune on tinypkg (Pallas interpret) with it on: the
+    variants reach Helion's search as best-available seeds, and the record says so.
+    """
+    import torch
+    from helion.autotuner import LFBOTreeSearch
+
+    from tuning.strategies import Budget, TuneContext, seeded
+    from tuning.tune import tune_case
+
+    a, b = {"block_sizes": [32], "pid_type": "flat"}, {"block_sizes": [64]}
+    allowed = ("flat", "persistent_blocked", "persistent_interleaved")
+    assert seeded.pid_type_variants([a, b], allowed, 0) == [a, b]
+    assert seeded.pid_type_variants([a, b], allowed, 1) == [
+        a, b, {"block_sizes": [32], "pid_type": "persistent_blocked"},
+        {"block_sizes": [32], "pid_type": "persistent_interleaved"}]
+    assert len(seeded.pid_type_variants([a, b], allowed, 5)) == 2 + 2 + 2  # b names none: Helion's default, flat
+    assert "seed_variants" not in seeded.search_limits()
+
+    seen: list[list[Any]] = []
+    original = LFBOTreeSearch.set_best_available_seed_configs
+
+    def record(self: Any, configs: Any) -> None:
+        seen.append(list(configs))
+        original(self, configs)
+
+    monkeypatch.setattr(LFBOTreeSearch, "set_best_available_seed_configs", record)
+    monkeypatch.setitem(seeded.SEED_VARIANTS, "pid_types", 1)
+    assert seeded.search_limits()["seed_variants"] == {"pid_types": 1}
+    case = _case()
+    context = TuneContext(case.kernel_id, case.spec.name, seeds=(_default_config(),))
+    small = Budget(effort="quick", initial_population=2, max_generations=1, polish_rounds=1, max_configs=3)
+    entry = tune_case(case, seeded.SeededStrategy(), small, "cpu", _dev(), context)
+    x = torch.randn(64, 128)
+    allowed_here = case.kernel.bind((x, x)).config_spec.allowed_pid_types
+    (configs,) = seen
+    others = [p for p in allowed_here if p != _default_config().get("pid_type", "flat")]
+    assert [c.config.get("pid_type") for c in configs[1:]] == others
+    assert entry.provenance["seeds"] == 1 and entry.provenance.get("seed_variants") == (len(others) or None)

@@ -14,10 +14,12 @@ from .store import Store
 
 # Why a roofline fraction can pass 1 (seen on the H200: rms_norm and softmax at 1.30-1.45).  The
 # explanation is the likely one, not yet separated by a measurement, and the report says so.
-ROOF_OVER_ONE = ("Fractions over 1: the copy peak is torch `copy_` of 1 GiB, and tuned kernels stream faster than it "
-                 "(on the H200, rms_norm and softmax at medium move 134 MB, well above L2, at 3.8-3.9 TB/s against "
-                 "copy_'s 2.77); a working set that fits in L2 (softmax small, 17 MB) also stays cached across the "
-                 "timer's CUDA-graph replays. Read over 1 as at the bandwidth roof. Not yet separated by a measurement.")
+ROOF_OVER_ONE = ("Fractions over 1: runs whose copy peak was torch `copy_` of 1 GiB alone (store `peaks.copy` without "
+                 "`by`) scaled by a memcpy that moved 2.72-2.77 TB/s under the CUDA-graph timer on the H200, and tuned "
+                 "kernels stream faster (rms_norm and softmax at medium move 134 MB, well above L2, at 3.8-3.9 TB/s); the "
+                 "peak is now the faster of that memcpy and an elementwise kernel over the same bytes (`peaks.copy.by`). "
+                 "A working set that fits in L2 (60 MB on the H200: softmax small 17 MB, rope small 43 MB) also stays "
+                 "cached across the timer's replays. Read over 1 as at the bandwidth roof.")
 
 
 def _f(v: Any, digits: int = 3) -> str:

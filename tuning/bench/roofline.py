@@ -4,7 +4,11 @@ Bytes moved are the sum of the input and output tensors' sizes (a lower
 bound: each read and written once).  FLOPs are declared per kernel family
 (the kernel function's name) below; a family not listed is judged on bytes
 only.  The fraction reached is ``max(bytes / peak_copy_bw, flops /
-peak_bf16_rate) / measured_time``: 1.0 means at the roofline.
+peak_bf16_rate) / measured_time``: 1.0 means at the roofline.  The copy peak is
+the faster of a memcpy and an elementwise kernel over the same 1 GiB (``best_copy``):
+the memcpy alone ran slower than tuned kernels on the H200.  A case whose tensors
+fit in the L2 (60 MB on the H200) can still read over 1: its timing replays with
+the data L2-resident.
 """
 
 from __future__ import annotations
@@ -72,8 +76,37 @@ def work(kernel_id: str, args: Sequence[Any], output: Any) -> dict[str, Any]:
     return {"bytes": int(nbytes), "flops": None if formula is None else float(formula(args)), "family": family}
 
 
+def copy_candidates(src: Any, dst: Any) -> dict[str, Callable[[], Any]]:
+    """Ways to stream ``src`` into ``dst`` (same bytes read and written); the peak is the fastest.
+
+    ``copy_`` between two same-dtype buffers is a memcpy, which under our CUDA-graph timer
+    moved 2.72-2.77 TB/s (read + write) on the H200 while tuned rms_norm and softmax
+    kernels moved 3.8-3.9 TB/s: a roofline scaled by it read 1.3-1.6 on those kernels
+    (sessions 13-15).  (Outside a graph, PyTorch's device copy was seen at about 4.3 TB/s
+    on these machines, so the memcpy itself is not the roof.)
+    An elementwise kernel over the same bytes (16-byte vector loads and stores) is the
+    other candidate, so the scale is the best streaming rate this GPU showed in the run.
+    """
+    import torch
+
+    f_src, f_dst = src.view(torch.float32), dst.view(torch.float32)
+    return {"memcpy": functools.partial(dst.copy_, src),  # partials, not closures: `del` frees the buffers
+            "elementwise": functools.partial(torch.mul, f_src, 1.0, out=f_dst)}
+
+
+def best_copy(candidates: dict[str, Callable[[], Any]], nbytes: int, device: str,
+              timer: Callable[[Callable[[], Any], str], tuple[float, str]]) -> dict[str, Any]:
+    """Time each candidate with ``timer``; the fastest sets ``copy_gbps`` and every one is kept."""
+    timed = {name: timer(fn, device) for name, fn in candidates.items()}
+    best = min(timed, key=lambda name: timed[name][0])
+    ms, how = timed[best]
+    return {"copy_gbps": round(2 * nbytes / (ms * 1e-3) / 1e9, 2),  # read + write
+            "copy": {"bytes_each_way": nbytes, "ms": ms, "timer": how, "by": best,
+                     "candidates_ms": {name: t[0] for name, t in timed.items()}}}
+
+
 def measure_peaks(device: str) -> dict[str, Any]:
-    """Peak copy bandwidth (a large device-to-device copy) and bf16 matmul rate (8192^3), here and now."""
+    """Peak copy bandwidth (a large device-to-device stream) and bf16 matmul rate (8192^3), here and now."""
     import torch
 
     stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
@@ -81,10 +114,10 @@ def measure_peaks(device: str) -> dict[str, Any]:
         return {"copy_gbps": None, "bf16_tflops": None, "reason": CPU_REASON, "measured_at": stamp}
     from ..measure import time_ms
 
-    n = 1 << 30  # 1 GiB each way
-    src = torch.empty(n, dtype=torch.uint8, device=device)
+    n = 1 << 30  # 1 GiB each way: far past the L2, so HBM is what is timed
+    src = torch.zeros(n, dtype=torch.uint8, device=device)  # zeros: no NaN patterns in the float view
     dst = torch.empty_like(src)
-    copy_ms, copy_timer = time_ms(functools.partial(dst.copy_, src), device)  # no closure: `del` frees them
+    copy = best_copy(copy_candidates(src, dst), n, device, time_ms)
     del src, dst
     size = 8192
     a = torch.randn(size, size, dtype=torch.bfloat16, device=device)
@@ -93,9 +126,8 @@ def measure_peaks(device: str) -> dict[str, Any]:
     del a, b
     torch.cuda.empty_cache()
     return {
-        "copy_gbps": round(2 * n / (copy_ms * 1e-3) / 1e9, 2),  # read + write
+        **copy,
         "bf16_tflops": round(2 * size**3 / (mm_ms * 1e-3) / 1e12, 2),
-        "copy": {"bytes_each_way": n, "ms": copy_ms, "timer": copy_timer},
         "matmul": {"mnk": size, "dtype": "bfloat16", "ms": mm_ms, "timer": mm_timer},
         "reason": None, "measured_at": stamp,
     }

@@ -80,6 +80,31 @@ AS_SHIPPED = {"finalists": 0, "rounds": 3}
 # (--set polish.max_neighbors=24).
 POLISH = {"max_neighbors": 0}
 
+# Seed variants: the first ``pid_types`` seeds again at every other program-id layout the
+# kernel allows, after the seeds themselves.  Off: a candidate fix for swiglu@small
+# (session 14, 1.052 against lfbo), whose search, started from its medium shape's `flat`
+# pick, stayed among `flat` configs while lfbo's found `persistent_blocked` ([8, 512],
+# 6 stages); the layout is one categorical choice a neighbourhood search rarely crosses
+# together with the block sizes it suits.  Not yet measured on the GPU; try it with
+# bench/seeded_variant.py (--set seed_variants.pid_types=1).
+SEED_VARIANTS = {"pid_types": 0}
+
+
+def pid_type_variants(seeds: Sequence[dict[str, Any]], allowed: Sequence[str], count: int) -> list[dict[str, Any]]:
+    """``seeds``, then the first ``count`` of them at each other allowed ``pid_type`` (deduplicated).
+
+    Helion transfers every seed onto the kernel's config space and drops one it cannot
+    (base_search's best-available population), so a layout a config cannot use costs
+    nothing but the log line.
+    """
+    out = [dict(s) for s in seeds]
+    for seed in seeds[:max(0, count)]:
+        for pid_type in allowed:
+            variant = {**seed, "pid_type": pid_type}
+            if pid_type != seed.get("pid_type", "flat") and variant not in out:  # Helion's default is flat
+                out.append(variant)
+    return out
+
 
 def fast_finish(search: Any) -> dict[str, Any]:
     """Apply seeded's fast finish to one Helion search; return what was applied (for provenance).
@@ -126,6 +151,8 @@ def search_limits() -> dict[str, Any]:
     # adding the key at 0 would mark them all as another search and rerun them for nothing.
     if POLISH["max_neighbors"] > 0:
         limits["polish"] = dict(POLISH)
+    if SEED_VARIANTS["pid_types"] > 0:
+        limits["seed_variants"] = dict(SEED_VARIANTS)
     return limits
 
 
@@ -140,7 +167,9 @@ class SeededStrategy:
 
         apply_budget_settings(bound_kernel, budget)
         kwargs = search_kwargs(LFBOTreeSearch, bound_kernel, budget)
-        seeds = [helion.Config(**s) for s in context.seeds]
+        allowed = tuple(getattr(bound_kernel.config_spec, "allowed_pid_types", ()))
+        given = len(context.seeds)
+        seeds = [helion.Config(**s) for s in pid_type_variants(context.seeds, allowed, SEED_VARIANTS["pid_types"])]
         kwargs.update(reduced_limits(budget, WITH_SEEDS if seeds else COMPILER_SEEDS_ONLY))
         kwargs["initial_population_strategy"] = InitialPopulationStrategy.FROM_BEST_AVAILABLE
         kwargs["best_available_pad_random"] = True
@@ -156,7 +185,9 @@ class SeededStrategy:
             # Tuning time includes this last choice: it is part of what a build waits for.
             outcome = dataclasses.replace(outcome, config=config, seconds=outcome.seconds + time.perf_counter() - start)
             outcome.extra["as_shipped"] = measured
-        outcome.extra["seeds"] = len(seeds)
+        outcome.extra["seeds"] = given
+        if len(seeds) > given:
+            outcome.extra["seed_variants"] = len(seeds) - given
         if finish:
             outcome.extra["fast_finish"] = finish
         if polish:
