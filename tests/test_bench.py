@@ -235,6 +235,15 @@ def test_report_geomeans_markdown_and_pngs(tmp_path: Path, capsys: pytest.Captur
         assert f"]({p.name})" in md
 
 
+def _store_of(cases: dict[str, dict[str, Any]], path: Path) -> Store:
+    """A one-run H200 store holding ``cases`` (label -> strategy -> record)."""
+    doc = {"format": 1, "runs": {"H200|x": {
+        "gpu": {"name": "H200", "arch": "triton:sm90"}, "versions": {"helion": "1.5.0"}, "peaks": {},
+        "cases": {label: {"kernel_id": label.partition("@")[0], "shape_name": label.partition("@")[2], "strategies": s}
+                  for label, s in cases.items()}}}}
+    return Store(path, doc)
+
+
 def test_report_keeps_an_earlier_search_apart_and_says_why_a_case_misses_the_bar(tmp_path: Path) -> None:
     lf = {"b": [64]}
     older = {**LIMITS["seeded"], "with_seeds": {**LIMITS["seeded"]["with_seeds"], "polish_rounds": 2}}
@@ -254,11 +263,7 @@ def test_report_keeps_an_earlier_search_apart_and_says_why_a_case_misses_the_bar
         "p.m:e@medium": {"lfbo": _rec(400, 900, 1.0, lf), "seeded": _rec(200, 600, 1.0, {"b": [2]}, **NOW)},
         "p.m:f@medium": {"lfbo": _rec(400, 800, 1.0, lf), "seeded": _rec(200, 100, 1.0, {"b": [2]}, **NOW)},
     }
-    doc = {"format": 1, "runs": {"H200|x": {
-        "gpu": {"name": "H200", "arch": "triton:sm90"}, "versions": {"helion": "1.5.0"}, "peaks": {},
-        "cases": {label: {"kernel_id": label.partition("@")[0], "shape_name": label.partition("@")[2], "strategies": s}
-                  for label, s in cases.items()}}}}
-    store = Store(tmp_path / "store.json", doc)
+    store = _store_of(cases, tmp_path / "store.json")
     (run,) = summary_json(store, LIMITS)["runs"]
     s = run["strategies"]
     assert s["seeded"]["cases"] == 4 and s["seeded (other search)"]["cases"] == 2
@@ -287,11 +292,7 @@ def test_report_gives_the_latency_geomean_without_cases_where_lfbo_ended_far_beh
                 "seeded": _rec(80, 100, ms, {"b": [32]}, vs_lfbo={"lfbo_config": lf, "lfbo_ms": 1.0, "ms": ms}, **NOW)}
 
     cases = {"p.m:a@small": pair(0.7), "p.m:a@medium": pair(1.02), "p.m:a@large": pair(1.03)}
-    doc = {"format": 1, "runs": {"H200|x": {
-        "gpu": {"name": "H200", "arch": "triton:sm90"}, "versions": {"helion": "1.5.0"}, "peaks": {},
-        "cases": {label: {"kernel_id": label.partition("@")[0], "shape_name": label.partition("@")[2], "strategies": s}
-                  for label, s in cases.items()}}}}
-    store = Store(tmp_path / "store.json", doc)
+    store = _store_of(cases, tmp_path / "store.json")
     (run,) = summary_json(store, LIMITS)["runs"]
     s = run["strategies"]["seeded"]
     assert s["geomean_latency_ratio"] == pytest.approx((0.7 * 1.02 * 1.03) ** (1 / 3))  # under 1.01: the bar reads yes
