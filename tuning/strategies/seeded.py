@@ -85,8 +85,10 @@ POLISH = {"max_neighbors": 0}
 # (session 14, 1.052 against lfbo), whose search, started from its medium shape's `flat`
 # pick, stayed among `flat` configs while lfbo's found `persistent_blocked` ([8, 512],
 # 6 stages); the layout is one categorical choice a neighbourhood search rarely crosses
-# together with the block sizes it suits.  Not yet measured on the GPU; try it with
-# bench/seeded_variant.py (--set seed_variants.pid_types=1).
+# together with the block sizes it suits.  Cost: one population slot per variant, and one
+# more finalist in Helion's final re-benchmark each (Helion pins every seed as a finalist),
+# about 1 s apiece under the fast finish's 1000 ms target.  Not yet measured on the GPU;
+# try it with bench/seeded_variant.py (--set seed_variants.pid_types=1).
 SEED_VARIANTS = {"pid_types": 0}
 
 
