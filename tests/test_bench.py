@@ -208,11 +208,16 @@ def test_report_geomeans_markdown_and_pngs(tmp_path: Path, capsys: pytest.Captur
     assert rows[("p.m:b@small", "seeded")]["ratios"]["latency_from"] == "separate processes"
 
     # The CLI prints the same summary.
-    assert kiln_main(["bench", "--report", "--json", "--store", str(store.path)]) == 0
-    assert json.loads(capsys.readouterr().out)["runs"][0]["strategies"] == json.loads(json.dumps(s))
+    # (--project: a folder with no project, so no coverage line; its absence costs only that line.)
+    away = ["--project", str(tmp_path)]
+    assert kiln_main(["bench", "--report", "--json", "--store", str(store.path), *away]) == 0
+    printed = capsys.readouterr()
+    assert json.loads(printed.out)["runs"][0]["strategies"] == json.loads(json.dumps(s))
+    assert "no coverage line" in printed.err and "pyproject.toml not found" in printed.err
+    assert "coverage" not in json.loads(printed.out)["runs"][0]
 
     out = tmp_path / "report"
-    assert kiln_main(["bench", "--report", "--store", str(store.path), "--out", str(out)]) == 0
+    assert kiln_main(["bench", "--report", "--store", str(store.path), "--out", str(out), *away]) == 0
     md = (out / "README.md").read_text()
     assert md == markdown(store, {run_summary["key"]: {"best latency vs configs explored": [p.name for p in out.glob("trajectory_*.png")],
                                                           "per-case tuning-time ratio": [p.name for p in out.glob("time_ratio_*.png")]}},
@@ -733,8 +738,12 @@ def test_kiln_bench_hybrid_and_llm_through_the_fixed_answer_server(tinypkg: Path
     assert recs["llm"]["provenance"]["llm"]["dropped"] == {"outside_space": 1}
 
     out = tinypkg / "report"
-    assert kiln_main(["bench", "--report", "--store", str(store_path), "--out", str(out)]) == 0
+    assert kiln_main(["bench", "--report", "--store", str(store_path), "--out", str(out), "--project", str(tinypkg)]) == 0
     md = (out / "README.md").read_text()
+    # The denominator beside the geomeans: tinypkg declares add@small and add@wide; only small was run.
+    assert "Table: 1 of the 2 declared cases have an `lfbo` baseline; not yet: add (wide)." in md
+    coverage = json.loads((out / "summary.json").read_text())["runs"][0]["coverage"]
+    assert coverage == {"declared": 2, "with_lfbo": 1, "without_lfbo": ["tinypkg.ops:add@wide"]}
     assert "`hybrid` talked to `openai/fixed-answers` (a local server with fixed answers: **not an LLM's numbers**)" in md
     assert "`llm` talked to `openai/fixed-answers`" in md
     s = summary_json(Store.load(store_path))["runs"][0]["strategies"]

@@ -144,10 +144,11 @@ def cmd_bench(ns: argparse.Namespace) -> int:
 
         store = _existing_store(store_path)
         limits = {name: strategy_limits(name) for name in _REGISTRY}  # today's searches: older results shown apart
+        declared = _declared_cases(ns, project)
         if ns.json:
-            print(json.dumps(summary_json(store, limits), indent=2, sort_keys=True))
+            print(json.dumps(summary_json(store, limits, declared), indent=2, sort_keys=True))
         else:
-            path = write_report(store, Path(ns.out) if ns.out else store_path.parent / "report", limits)
+            path = write_report(store, Path(ns.out) if ns.out else store_path.parent / "report", limits, declared)
             print(f"kiln bench: report written to {path}")
         return 0
     if ns.to_lock:
@@ -170,6 +171,24 @@ def cmd_bench(ns: argparse.Namespace) -> int:
     for label, name in failed:
         print(f"kiln bench: FAILED {label} {name} (see {store.path})", file=sys.stderr)
     return 1 if failed else 0
+
+
+def _declared_cases(ns: argparse.Namespace, project: Path) -> list[str] | None:
+    """The project's declared case labels, for the report's coverage line; None (and why) when unreadable.
+
+    A report is still worth writing for a store read away from its project, so a project
+    that cannot be read costs only that line.
+    """
+    from build_backend.builder import prepare_build
+
+    from .bench.store import case_label
+
+    try:
+        prep = prepare_build(project, _config_settings(ns.config, None), tune=False)
+    except KilnError as e:
+        print(f"kiln bench: no coverage line ({project} gives no declared cases: {e})", file=sys.stderr)
+        return None
+    return [case_label(c.kernel_id, c.spec.name) for c in prep.cases]
 
 
 def _existing_store(store_path: Path) -> Store:

@@ -231,7 +231,19 @@ def llm_use(records: list[dict[str, Any]]) -> dict[str, Any]:
             "llm_fallbacks": sum(1 for r in records if (r.get("provenance") or {}).get("fallback"))}
 
 
-def summary_json(store: Store, limits: dict[str, Any] | None = None) -> dict[str, Any]:
+def coverage(run: dict[str, Any], declared: list[str]) -> dict[str, Any]:
+    """How much of the project's declared table a run holds: the cases with a usable ``lfbo`` baseline.
+
+    The geomeans only speak for the cases measured; a reader needs the denominator beside
+    them (the H200 table is built over many sessions, a few cases each).
+    """
+    have = {label for label, case in run["cases"].items() if _ok(case["strategies"].get(BASELINE))}
+    return {"declared": len(declared), "with_lfbo": sum(1 for c in declared if c in have),
+            "without_lfbo": [c for c in declared if c not in have]}
+
+
+def summary_json(store: Store, limits: dict[str, Any] | None = None,
+                 declared: list[str] | None = None) -> dict[str, Any]:
     out: dict[str, Any] = {"store": str(store.path), "baseline": BASELINE,
                            "ratios": "time and configs: lfbo/strategy; latency: strategy/lfbo",
                            "bar": {"time_ratio_at_least": BAR_TIME_RATIO, "latency_geomean_at_most": BAR_LATENCY_GEOMEAN,
@@ -241,6 +253,8 @@ def summary_json(store: Store, limits: dict[str, Any] | None = None) -> dict[str
         out["runs"].append({"key": key, "gpu": run["gpu"], "versions": run["versions"], "peaks": run.get("peaks"),
                             "strategies": a["strategies"], "excluded_from_geomeans": a["excluded"],
                             "lfbo_hit_seconds_cap": a["lfbo_hit_seconds_cap"]})
+        if declared is not None:
+            out["runs"][-1]["coverage"] = coverage(run, declared)
     return out
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from . import BASELINE
-from .compare import (BAR_LATENCY_GEOMEAN, BAR_TIME_RATIO, BAR_WORST_LATENCY, OTHER_SEARCH, analyse, display_name,
+from .compare import (BAR_LATENCY_GEOMEAN, BAR_TIME_RATIO, BAR_WORST_LATENCY, OTHER_SEARCH, analyse, coverage, display_name,
                       seeds_label, summary_json)
 from .store import Store
 
@@ -76,7 +76,21 @@ def bar_lines(a: dict[str, Any]) -> list[str]:
     return lines + [""]
 
 
-def markdown(store: Store, plots: dict[str, list[str]] | None = None, limits: dict[str, Any] | None = None) -> str:
+def coverage_line(run: dict[str, Any], declared: list[str]) -> str:
+    """``14 of 36 declared cases ...; not yet: matmul (small, medium, large); ...``, grouped by kernel."""
+    c = coverage(run, declared)
+    line = f"Table: {c['with_lfbo']} of the {c['declared']} declared cases have an `lfbo` baseline"
+    if not c["without_lfbo"]:
+        return line + "."
+    shapes: dict[str, list[str]] = {}
+    for label in c["without_lfbo"]:
+        kernel, _, shape = label.partition("@")
+        shapes.setdefault(kernel.rpartition(":")[2], []).append(shape)
+    return line + "; not yet: " + "; ".join(f"{k} ({', '.join(v)})" for k, v in shapes.items()) + "."
+
+
+def markdown(store: Store, plots: dict[str, list[str]] | None = None, limits: dict[str, Any] | None = None,
+             declared: list[str] | None = None) -> str:
     lines = ["# kiln bench", "",
              f"Store: `{store.path}`. Latencies are re-measured after tuning in a fresh process (tuning.measure.time_ms); "
              "ratios are against `lfbo` on the same case: tuning time and configs as lfbo/strategy (higher is cheaper), "
@@ -90,6 +104,8 @@ def markdown(store: Store, plots: dict[str, list[str]] | None = None, limits: di
             lines += [f"Peaks measured in the run: copy {peaks['copy_gbps']} GB/s, bf16 matmul {peaks['bf16_tflops']} TFLOP/s.", ""]
         else:
             lines += [f"Roofline: {peaks.get('reason') or 'peaks not measured'}.", ""]
+        if declared is not None:
+            lines += [coverage_line(run, declared), ""]
         lines += ["### Summary against lfbo", "",
                   "| strategy | cases | tuning-time ratio (lfbo/s) | configs ratio (lfbo/s) | latency ratio (s/lfbo) | worst latency ratio |",
                   "|---|---|---|---|---|---|"]
@@ -223,10 +239,11 @@ def _save(plt: Any, fig: Any, path: Path) -> str:
     return path.name
 
 
-def write_report(store: Store, out_dir: Path, limits: dict[str, Any] | None = None) -> Path:
+def write_report(store: Store, out_dir: Path, limits: dict[str, Any] | None = None,
+                 declared: list[str] | None = None) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
     plots = write_plots(store, out_dir, limits=limits)
     path = out_dir / "README.md"
-    path.write_text(markdown(store, plots, limits) + "\n")
-    (out_dir / "summary.json").write_text(json.dumps(summary_json(store, limits), indent=2, sort_keys=True) + "\n")
+    path.write_text(markdown(store, plots, limits, declared) + "\n")
+    (out_dir / "summary.json").write_text(json.dumps(summary_json(store, limits, declared), indent=2, sort_keys=True) + "\n")
     return path
