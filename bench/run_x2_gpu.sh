@@ -29,7 +29,10 @@
 #                    (default: as-shipped last choice; two search paths), GPU1 the search_path_gap probe then
 #                    VARIANTS_B (default: a wider search), each GPU then its table shard; returns at once
 #   table-wait [s] : wait up to s seconds (or until the table is done), copy the store to $OUT; on a
-#                    fresh machine (no table job: the last one went back) launch `table` first
+#                    fresh machine (no table job: the last one went back) launch `table` first, from the
+#                    committed store: give each wait call TABLE_CASES without the cases earlier calls
+#                    finished (their results are in the last $OUT, not in the committed store); a job
+#                    still running ignores it
 #                    (copy it back to bench/results/store.json, `kiln bench --to-lock`, commit: the next session resumes)
 set -u
 phase=$1; shift
