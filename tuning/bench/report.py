@@ -149,7 +149,8 @@ def markdown(store: Store, plots: dict[str, list[str]] | None = None, limits: di
                          f"| {_f(r.get('ms'), 4)} | {_f(r.get('ref_ms'), 4)} | {_f(speed, 3)} | {roof_s} "
                          f"| {_f(q.get('time_ratio'), 3)} | {_f(q.get('configs_ratio'), 3)} | {lat_s} |")
         lines += ["", "`*`: latency ratio from two separate fresh processes (no same-process pair with the current lfbo config).",
-                  "Roofline: max(bytes / copy bandwidth, FLOPs / bf16 rate) / measured time; bytes = inputs + outputs.", ""]
+                  "Roofline: max(bytes / copy bandwidth, FLOPs / bf16 rate) / measured time; bytes = inputs + outputs; each row "
+                  "with the peaks of the run that measured it (`roofline.peaks` in the store).", ""]
         if any(((row["record"].get("roofline") or {}).get("fraction") or 0) > 1 for row in a["rows"]):
             lines += [ROOF_OVER_ONE, ""]
         kinds = sorted({(row["case"].partition("@")[0], row["record"].get("ref_kind")) for row in a["rows"]
