@@ -12,8 +12,8 @@ from .compare import (BAR_LATENCY_GEOMEAN, BAR_TIME_RATIO, BAR_WORST_LATENCY, OT
 from .store import Store
 
 
-# Why a roofline fraction can pass 1 (seen on the H200: rms_norm and softmax at 1.30-1.45).  The
-# explanation is the likely one, not yet separated by a measurement, and the report says so.
+# Why a roofline fraction can pass 1 (seen on the H200: rms_norm, softmax, swiglu and rope at
+# 1.30-1.88, all under the memcpy-only copy peak that the next GPU run replaces).
 ROOF_OVER_ONE = ("Fractions over 1: runs whose copy peak was torch `copy_` of 1 GiB alone (store `peaks.copy` without "
                  "`by`) scaled by a memcpy that moved 2.72-2.77 TB/s under the CUDA-graph timer on the H200, and tuned "
                  "kernels stream faster (rms_norm and softmax at medium move 134 MB, well above L2, at 3.8-3.9 TB/s); the "
