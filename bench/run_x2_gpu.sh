@@ -36,12 +36,14 @@
 #                    (copy it back to bench/results/store.json, `kiln bench --to-lock`, commit: the next session resumes)
 set -u
 phase=$1; shift
-OUT=${OUT:-/tmp/out}; R=/tmp/res; mkdir -p "$OUT" "$R"
-export PYTHONUNBUFFERED=1
-if [ ! -d /tmp/site/helion ]; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl .whl/llm/*.whl || exit 1
+# KILN_GPU_RES / KILN_GPU_SITE move the results and the installed wheels (tests/test_table_runner_script.py runs
+# the phases with stub commands in a temporary folder); on the device they stay in /tmp.
+OUT=${OUT:-/tmp/out}; R=${KILN_GPU_RES:-/tmp/res}; SITE=${KILN_GPU_SITE:-/tmp/site}; mkdir -p "$OUT" "$R"
+export PYTHONUNBUFFERED=1 KILN_GPU_RES="$R" KILN_GPU_SITE="$SITE"
+if [ ! -d "$SITE/helion" ]; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --target "$SITE" .whl/*.whl .whl/llm/*.whl || exit 1
 fi
-export PYTHONPATH=/tmp/site:$PWD
+export PYTHONPATH=$SITE:$PWD
 pack() { tar -C "$R" --exclude='*cache*' -czf "$OUT/res.tgz" . ; ls -la "$R" "$R"/* | head -60; }
 wait_jobs() {  # wait_jobs SECONDS: until both jobs wrote their done marker, or SECONDS pass
   # Each tick also copies a bench store to $OUT, so a call cut short still brings back every finished case.

@@ -1,0 +1,68 @@
+"""bench/run_x2_gpu.sh, the driver of the H200 table runs, with stub GPU commands on this CPU.
+
+Why test a bench script: every device minute is scarce (30 a session), and this script's
+phases decide whether a call tunes or waits on nothing.  Session 15 lost a whole call when
+the machine went back between calls and `table-wait` then waited on a fresh machine with no
+job.  These tests run the real script with `nvidia-smi`, `python3` and `taskset` stubbed
+(the stub `python3` records the `kiln bench` command it was given instead of tuning), so
+what is checked is the script's own logic: one job or two shards, and the relaunch.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CASES = "model_kernels.rms_norm:rms_norm@small,model_kernels.softmax:softmax@large"
+
+
+def _stubs(bin_dir: Path, gpus: int) -> None:
+    bin_dir.mkdir()
+    lines = "".join(f'echo "GPU {i}: NVIDIA H200 (UUID: stub-{i})"\n' for i in range(gpus))
+    (bin_dir / "nvidia-smi").write_text(f"#!/bin/sh\n{lines}")
+    # Records each call (one line per process) and answers as a finished `kiln bench` would.
+    (bin_dir / "python3").write_text('#!/bin/sh\necho "$CUDA_VISIBLE_DEVICES $*" >> "$KILN_GPU_RES/calls"\n'
+                                     'echo "kiln bench: done stub"\n')
+    (bin_dir / "taskset").write_text('#!/bin/sh\necho "$2" >> "$KILN_GPU_RES/cores"\nshift 2\nexec "$@"\n')
+    for f in bin_dir.iterdir():
+        f.chmod(0o755)
+
+
+def _run(tmp_path: Path, gpus: int, *phase: str) -> tuple[subprocess.CompletedProcess[str], Path, Path]:
+    res, out, site = tmp_path / "res", tmp_path / "out", tmp_path / "site"
+    (site / "helion").mkdir(parents=True, exist_ok=True)  # the wheels count as installed
+    if not (tmp_path / "bin").exists():
+        _stubs(tmp_path / "bin", gpus)
+    env = {**os.environ, "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}", "OUT": str(out),
+           "KILN_GPU_RES": str(res), "KILN_GPU_SITE": str(site), "TABLE_CASES": CASES}
+    proc = subprocess.run(["bash", "bench/run_x2_gpu.sh", *phase], cwd=ROOT, env=env, text=True,
+                          capture_output=True, timeout=120)
+    return proc, res, out
+
+
+def test_table_wait_on_a_fresh_one_gpu_machine_relaunches_one_unsharded_job(tmp_path: Path) -> None:
+    proc, res, out = _run(tmp_path, 1, "table-wait", "30")
+    assert proc.returncode == 0, proc.stderr
+    assert "no table job on this machine" in proc.stdout
+    calls = (res / "calls").read_text().splitlines()
+    assert len(calls) == 1, calls  # one job on GPU0; GPU1's job saw no second GPU and only marked itself done
+    gpu, _, cmd = calls[0].partition(" ")
+    assert gpu == "0" and f"--cases {CASES}" in cmd and "--strategies lfbo,seeded" in cmd and "--shard" not in cmd
+    assert (res / "cores").read_text().split() == [f"0-{len(os.sched_getaffinity(0)) - 1}"]  # nproc  # every core for the one job
+    assert (res / "A.done").exists() and (res / "B.done").exists()
+    assert (out / "store.json").exists() and (out / "res.tgz").exists()  # the committed store came back as resumed
+    assert "kiln bench: done stub" in proc.stdout
+
+
+def test_table_on_two_gpus_runs_two_shards_and_a_later_wait_does_not_relaunch(tmp_path: Path) -> None:
+    proc, res, _ = _run(tmp_path, 2, "table", "30")
+    assert proc.returncode == 0, proc.stderr
+    proc, res, _ = _run(tmp_path, 2, "table-wait", "30")
+    assert proc.returncode == 0, proc.stderr
+    assert "no table job" not in proc.stdout  # the job ran here: nothing to relaunch
+    calls = sorted((res / "calls").read_text().splitlines())
+    assert [c.split()[0] for c in calls] == ["0", "1"]
+    assert "--shard 0/2" in calls[0] and "--shard 1/2" in calls[1]
+    assert sorted((res / "cores").read_text().split()) == ["0-15", "16-31"]
