@@ -36,10 +36,10 @@
 #                    (copy it back to bench/results/store.json, `kiln bench --to-lock`, commit: the next session resumes)
 set -u
 phase=$1; shift
-# KILN_GPU_RES / KILN_GPU_SITE move the results and the installed wheels (tests/test_table_runner_script.py runs
+# BENCH_GPU_RES / BENCH_GPU_SITE move the results and the installed wheels (tests/test_table_runner_script.py runs
 # the phases with stub commands in a temporary folder); on the device they stay in /tmp.
-OUT=${OUT:-/tmp/out}; R=${KILN_GPU_RES:-/tmp/res}; SITE=${KILN_GPU_SITE:-/tmp/site}; mkdir -p "$OUT" "$R"
-export PYTHONUNBUFFERED=1 KILN_GPU_RES="$R" KILN_GPU_SITE="$SITE"
+OUT=${OUT:-/tmp/out}; R=${BENCH_GPU_RES:-/tmp/res}; SITE=${BENCH_GPU_SITE:-/tmp/site}; mkdir -p "$OUT" "$R"
+export PYTHONUNBUFFERED=1 BENCH_GPU_RES="$R" BENCH_GPU_SITE="$SITE"
 if [ ! -d "$SITE/helion" ]; then
   python3 -m pip install -q --no-index --no-deps --no-compile --target "$SITE" .whl/*.whl .whl/llm/*.whl || exit 1
 fi

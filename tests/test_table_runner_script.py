@@ -14,6 +14,8 @@ import os
 import subprocess
 from pathlib import Path
 
+from build_backend.settings import KEYS
+
 ROOT = Path(__file__).resolve().parents[1]
 CASES = "model_kernels.rms_norm:rms_norm@small,model_kernels.softmax:softmax@large"
 
@@ -23,9 +25,12 @@ def _stubs(bin_dir: Path, gpus: int) -> None:
     lines = "".join(f'echo "GPU {i}: NVIDIA H200 (UUID: stub-{i})"\n' for i in range(gpus))
     (bin_dir / "nvidia-smi").write_text(f"#!/bin/sh\n{lines}")
     # Records each call (one line per process) and answers as a finished `kiln bench` would.
-    (bin_dir / "python3").write_text('#!/bin/sh\necho "$CUDA_VISIBLE_DEVICES $*" >> "$KILN_GPU_RES/calls"\n'
+    # It also records the KILN_* variables it inherits: the real `kiln bench` rejects unknown ones
+    # (session 16's first table call died on the script's own KILN_GPU_RES).
+    (bin_dir / "python3").write_text('#!/bin/sh\necho "$CUDA_VISIBLE_DEVICES $*" >> "$BENCH_GPU_RES/calls"\n'
+                                     'env | grep "^KILN_" | cut -d= -f1 >> "$BENCH_GPU_RES/kiln_env"\n'
                                      'echo "kiln bench: done stub"\n')
-    (bin_dir / "taskset").write_text('#!/bin/sh\necho "$2" >> "$KILN_GPU_RES/cores"\nshift 2\nexec "$@"\n')
+    (bin_dir / "taskset").write_text('#!/bin/sh\necho "$2" >> "$BENCH_GPU_RES/cores"\nshift 2\nexec "$@"\n')
     for f in bin_dir.iterdir():
         f.chmod(0o755)
 
@@ -35,8 +40,9 @@ def _run(tmp_path: Path, gpus: int, *phase: str) -> tuple[subprocess.CompletedPr
     (site / "helion").mkdir(parents=True, exist_ok=True)  # the wheels count as installed
     if not (tmp_path / "bin").exists():
         _stubs(tmp_path / "bin", gpus)
-    env = {**os.environ, "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}", "OUT": str(out),
-           "KILN_GPU_RES": str(res), "KILN_GPU_SITE": str(site), "TABLE_CASES": CASES}
+    inherited = {k: v for k, v in os.environ.items() if not k.startswith("KILN_")}
+    env = {**inherited, "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}", "OUT": str(out),
+           "BENCH_GPU_RES": str(res), "BENCH_GPU_SITE": str(site), "TABLE_CASES": CASES}
     proc = subprocess.run(["bash", "bench/run_x2_gpu.sh", *phase], cwd=ROOT, env=env, text=True,
                           capture_output=True, timeout=120)
     return proc, res, out
@@ -54,6 +60,9 @@ def test_table_wait_on_a_fresh_one_gpu_machine_relaunches_one_unsharded_job(tmp_
     assert (res / "A.done").exists() and (res / "B.done").exists()
     assert (out / "store.json").exists() and (out / "res.tgz").exists()  # the committed store came back as resumed
     assert "kiln bench: done stub" in proc.stdout
+    # Whatever KILN_* the script passes on must be a setting kiln reads, or `kiln bench` stops at once.
+    passed = set((res / "kiln_env").read_text().split()) if (res / "kiln_env").exists() else set()
+    assert {name.removeprefix("KILN_").lower() for name in passed} <= set(KEYS), passed
 
 
 def test_table_on_two_gpus_runs_two_shards_and_a_later_wait_does_not_relaunch(tmp_path: Path) -> None:
