@@ -233,6 +233,18 @@ def test_report_geomeans_markdown_and_pngs(tmp_path: Path, capsys: pytest.Captur
     run_doc["cases"]["p.m:a@small"]["strategies"]["lfbo"]["roofline"] = {"fraction": 1.42, "bound": "bytes"}
     assert ROOF_OVER_ONE in markdown(store, {}, LIMITS)
 
+    # Rows measured under different copy peaks are put on one scale: the fastest this GPU showed in the store.
+    rec = run_doc["cases"]["p.m:a@small"]["strategies"]["lfbo"]
+    nbytes = int(rec["ms"] * 1e-3 * 2000e9)  # exactly the old 2000 GB/s peak: fraction 1.0 as stored
+    rec["roofline"] = {"bytes": nbytes, "flops": None, "family": "a", "bound": "bytes", "fraction": 1.0,
+                       "peaks": {"copy_gbps": 2000.0, "bf16_tflops": 500.0}}
+    run_doc["peaks"] = {"copy_gbps": 4000.0, "bf16_tflops": 400.0}
+    scaled = markdown(store, {}, LIMITS)
+    row = next(line for line in scaled.splitlines() if line.startswith("| p.m:a@small | lfbo |"))
+    assert "| 0.50 (bytes) |" in row and "copy 4000.0 GB/s, bf16 500.0 TFLOP/s" in scaled
+    assert ROOF_OVER_ONE not in scaled
+    assert rec["roofline"]["fraction"] == 1.0  # the store itself keeps what the run measured
+
     pngs = sorted(out.glob("*.png"))
     assert [p.name.split("_")[0] for p in pngs] == ["time", "trajectory"]
     for p in pngs:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 CPU_REASON = "not measured: no CUDA GPU (roofline peaks are measured on the GPU in the same run)"
@@ -150,3 +150,21 @@ def fraction(w: dict[str, Any] | None, ms: float | None, peaks: dict[str, Any] |
     if w.get("flops") is None:
         out["reason"] = f"no FLOP formula for family {w.get('family')!r}: bytes only"
     return out
+
+
+def best_peaks(peak_sets: Iterable[dict[str, Any] | None]) -> dict[str, Any]:
+    """The fastest copy bandwidth and bf16 rate among ``peak_sets`` (each a run's or a record's peaks).
+
+    Why one scale: every case of a GPU is measured against the same hardware, but each
+    record keeps the peaks of the run that measured it, and the copy peak's method changed
+    (memcpy alone, 2.7 TB/s under the CUDA-graph timer, until session 15; then the faster of
+    that and an elementwise stream, 4.2 TB/s).  Rows scaled by different peaks cannot be
+    read side by side; the fastest rate this GPU showed is the closest measured roof.
+    """
+    best: dict[str, Any] = {"copy_gbps": None, "bf16_tflops": None}
+    for peaks in peak_sets:
+        for key in best:
+            value = (peaks or {}).get(key)
+            if value and (best[key] is None or value > best[key]):
+                best[key] = value
+    return best
