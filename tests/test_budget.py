@@ -460,3 +460,34 @@ def test_seed_variants_add_each_seed_at_the_other_pid_types(pallas_env: None, mo
     others = [p for p in allowed_here if p != _default_config().get("pid_type", "flat")]
     assert [c.config.get("pid_type") for c in configs[1:]] == others
     assert entry.provenance["seeds"] == 1 and entry.provenance.get("seed_variants") == (len(others) or None)
+
+
+def test_reduction_loop_variants_roll_a_whole_axis_at_a_half_and_a_quarter(monkeypatch: pytest.MonkeyPatch) -> None:
+    """seeded's optional reduction variants (off by default), on softmax@large's real config space.
+
+    softmax@large (session 16): seeds from smaller shapes hold the row whole (``None``), lfbo's
+    best rolls it over 8192 of the 32768 columns.  Binding on the CPU builds the config spec
+    (no compile), so the axis the variants use is Helion's own.
+    """
+    import torch
+
+    from model_kernels.softmax import softmax
+    from tuning.strategies import seeded
+
+    spec = softmax.bind((torch.empty(4096, 32768, dtype=torch.bfloat16),)).config_spec
+    axes = [s.size_hint for s in spec.reduction_loops]
+    assert axes == [32768]
+    whole = {"block_sizes": [1], "num_warps": 32, "reduction_loops": [None]}
+    looped = {"block_sizes": [2], "reduction_loops": [4096]}
+    other = {"block_sizes": [4]}  # names no reduction_loops: made for another code shape, left alone
+    assert seeded.reduction_loop_variants([whole, looped], axes, 0) == [whole, looped]
+    assert seeded.reduction_loop_variants([whole, looped, other], axes, 3) == [
+        whole, looped, other, {**whole, "reduction_loops": [16384]}, {**whole, "reduction_loops": [8192]}]
+    assert seeded.reduction_loop_variants([whole], [12], 1) == [whole, {**whole, "reduction_loops": [8]}]  # 4 < Helion's 8
+    for variant in seeded.reduction_loop_variants([whole], axes, 1)[1:]:
+        config = dict(variant)
+        spec.normalize(config)  # Helion takes each variant as a valid config here, and keeps it looped
+        assert config["reduction_loops"] == variant["reduction_loops"]
+    assert "seed_variants" not in seeded.search_limits()
+    monkeypatch.setitem(seeded.SEED_VARIANTS, "reduction_loops", 1)
+    assert seeded.search_limits()["seed_variants"] == {"reduction_loops": 1}

@@ -80,8 +80,8 @@ AS_SHIPPED = {"finalists": 0, "rounds": 3}
 # (--set polish.max_neighbors=24).
 POLISH = {"max_neighbors": 0}
 
-# Seed variants: the first ``pid_types`` seeds again at every other program-id layout the
-# kernel allows, after the seeds themselves.  Off: a candidate fix for swiglu@small
+# Seed variants, added after the seeds themselves.  ``pid_types``: the first seeds again at
+# every other program-id layout the kernel allows.  Off: a candidate fix for swiglu@small
 # (session 14, 1.052 against lfbo), whose search, started from its medium shape's `flat`
 # pick, stayed among `flat` configs while lfbo's found `persistent_blocked` ([8, 512],
 # 6 stages); the layout is one categorical choice a neighbourhood search rarely crosses
@@ -89,7 +89,23 @@ POLISH = {"max_neighbors": 0}
 # more finalist in Helion's final re-benchmark each (Helion pins every seed as a finalist),
 # about 1 s apiece under the fast finish's 1000 ms target.  Not yet measured on the GPU;
 # try it with bench/seeded_variant.py (--set seed_variants.pid_types=1).
-SEED_VARIANTS = {"pid_types": 0}
+#
+# ``reduction_loops``: the first seeds again with each reduction they hold whole (persistent,
+# ``None``) rolled into a loop over a half and a quarter of the axis.  Off: a candidate fix
+# for softmax@large (session 16, 1.0485 against lfbo).  Its seeds came from the medium and
+# small shapes (8192 and 1024 columns), where a persistent reduction is best.  At 32768
+# columns both searches first stood on the same persistent config (32 warps: lfbo's random
+# 100 at 0.1865 ms, seeded's 24 at 0.1862); lfbo's first generation (49 neighbours, 5 search
+# paths) found a loop (8192, 16 warps, 0.1839) and reached 0.1775 by its third,
+# while seeded's two generations (12 and 10 neighbours, 2 paths) stayed persistent and
+# stopped there (bench/logs/table_session16).
+# A seed from a smaller shape held its own, shorter axis whole, and declared shapes are a few
+# times apart (softmax: 4x, 8x), so a half and a quarter of the new axis bracket the chunk the
+# seed held.  Cost: two population slots per seed and axis, and two finalists (as above).
+# Not yet measured on the GPU; try it with bench/seeded_variant.py
+# (--set seed_variants.reduction_loops=1).
+SEED_VARIANTS = {"pid_types": 0, "reduction_loops": 0}
+REDUCTION_LOOP_MIN = 8  # Helion's smallest reduction loop chunk (ReductionLoopSpec's fragment low)
 
 
 def pid_type_variants(seeds: Sequence[dict[str, Any]], allowed: Sequence[str], count: int) -> list[dict[str, Any]]:
@@ -105,6 +121,31 @@ def pid_type_variants(seeds: Sequence[dict[str, Any]], allowed: Sequence[str], c
             variant = {**seed, "pid_type": pid_type}
             if pid_type != seed.get("pid_type", "flat") and variant not in out:  # Helion's default is flat
                 out.append(variant)
+    return out
+
+
+def reduction_loop_variants(seeds: Sequence[dict[str, Any]], size_hints: Sequence[int],
+                            count: int) -> list[dict[str, Any]]:
+    """``seeds``, then the first ``count`` of them with each whole-axis reduction rolled at a half and a quarter of the axis.
+
+    ``size_hints`` are the kernel's reduction axes at this shape, in ``reduction_loops``
+    order.  A seed that names no ``reduction_loops``, or fewer entries than there are
+    axes, was made for another code shape and is left as it is.
+    """
+    out = [dict(s) for s in seeds]
+    for seed in seeds[:max(0, count)]:
+        loops = seed.get("reduction_loops")
+        if not isinstance(loops, list) or len(loops) != len(size_hints):
+            continue
+        for i, size in enumerate(size_hints):
+            if loops[i] is not None:
+                continue
+            top = 1 << max(0, int(size) - 1).bit_length()  # next power of two, as Helion rounds the axis
+            for chunk in (top // 2, top // 4):
+                if REDUCTION_LOOP_MIN <= chunk < size:
+                    variant = {**seed, "reduction_loops": [*loops[:i], chunk, *loops[i + 1:]]}
+                    if variant not in out:
+                        out.append(variant)
     return out
 
 
@@ -153,8 +194,8 @@ def search_limits() -> dict[str, Any]:
     # adding the key at 0 would mark them all as another search and rerun them for nothing.
     if POLISH["max_neighbors"] > 0:
         limits["polish"] = dict(POLISH)
-    if SEED_VARIANTS["pid_types"] > 0:
-        limits["seed_variants"] = dict(SEED_VARIANTS)
+    if any(v > 0 for v in SEED_VARIANTS.values()):
+        limits["seed_variants"] = {k: v for k, v in SEED_VARIANTS.items() if v > 0}
     return limits
 
 
@@ -171,7 +212,10 @@ class SeededStrategy:
         kwargs = search_kwargs(LFBOTreeSearch, bound_kernel, budget)
         allowed = tuple(getattr(bound_kernel.config_spec, "allowed_pid_types", ()))
         given = len(context.seeds)
-        seeds = [helion.Config(**s) for s in pid_type_variants(context.seeds, allowed, SEED_VARIANTS["pid_types"])]
+        axes = [spec.size_hint for spec in getattr(bound_kernel.config_spec, "reduction_loops", ())]
+        variants = pid_type_variants(context.seeds, allowed, SEED_VARIANTS["pid_types"])
+        variants = reduction_loop_variants(variants, axes, SEED_VARIANTS["reduction_loops"])  # the first seeds lead both
+        seeds = [helion.Config(**s) for s in variants]
         kwargs.update(reduced_limits(budget, WITH_SEEDS if seeds else COMPILER_SEEDS_ONLY))
         kwargs["initial_population_strategy"] = InitialPopulationStrategy.FROM_BEST_AVAILABLE
         kwargs["best_available_pad_random"] = True
