@@ -106,6 +106,7 @@ table)
   else  # one GPU: one job, every case in TABLE_CASES order, all the cores; no job B
     export JOB_A="${PRE_A:+$PRE_A; }$bench > $R/table0.log 2>&1" JOB_B=true CORES_A=0-$(( $(nproc) - 1 ))
   fi
+  touch "$R/table.launched"  # before PRE_A ends and table0.log appears: table-wait must not launch a second table
   bash bench/run_x2_gpu.sh launch ;;
 llm-bench)
   seed_store
@@ -140,7 +141,7 @@ table-wait)
   # A machine idle past its release window goes back, and the next call gets a fresh one with no
   # job (session 15 lost a whole call waiting on nothing): relaunch the table there instead, from
   # the store in the working tree (TABLE_CASES as given to this call).
-  if [ ! -e "$R/table0.log" ]; then
+  if [ ! -e "$R/table.launched" ]; then
     echo "table-wait: no table job on this machine (a fresh one: the last went back); relaunching"
     bash bench/run_x2_gpu.sh table "${1:-500}"
   fi

@@ -35,14 +35,14 @@ def _stubs(bin_dir: Path, gpus: int) -> None:
         f.chmod(0o755)
 
 
-def _run(tmp_path: Path, gpus: int, *phase: str) -> tuple[subprocess.CompletedProcess[str], Path, Path]:
+def _run(tmp_path: Path, gpus: int, *phase: str, **extra: str) -> tuple[subprocess.CompletedProcess[str], Path, Path]:
     res, out, site = tmp_path / "res", tmp_path / "out", tmp_path / "site"
     (site / "helion").mkdir(parents=True, exist_ok=True)  # the wheels count as installed
     if not (tmp_path / "bin").exists():
         _stubs(tmp_path / "bin", gpus)
     inherited = {k: v for k, v in os.environ.items() if not k.startswith("KILN_")}
     env = {**inherited, "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}", "OUT": str(out),
-           "BENCH_GPU_RES": str(res), "BENCH_GPU_SITE": str(site), "TABLE_CASES": CASES}
+           "BENCH_GPU_RES": str(res), "BENCH_GPU_SITE": str(site), "TABLE_CASES": CASES, **extra}
     proc = subprocess.run(["bash", "bench/run_x2_gpu.sh", *phase], cwd=ROOT, env=env, text=True,
                           capture_output=True, timeout=120)
     return proc, res, out
@@ -75,3 +75,13 @@ def test_table_on_two_gpus_runs_two_shards_and_a_later_wait_does_not_relaunch(tm
     assert [c.split()[0] for c in calls] == ["0", "1"]
     assert "--shard 0/2" in calls[0] and "--shard 1/2" in calls[1]
     assert sorted((res / "cores").read_text().split()) == ["0-15", "16-31"]
+
+
+def test_table_wait_while_pre_a_runs_does_not_launch_a_second_table(tmp_path: Path) -> None:
+    """A wait issued while PRE_A (e.g. a seeded variant run) still runs finds no table0.log yet; it must not relaunch."""
+    proc, res, _ = _run(tmp_path, 1, "table", "30", PRE_A="sleep 12")  # outlasts launch's 5 s
+    assert proc.returncode == 0, proc.stderr
+    proc, res, _ = _run(tmp_path, 1, "table-wait", "30")
+    assert proc.returncode == 0, proc.stderr
+    assert "no table job" not in proc.stdout
+    assert len((res / "calls").read_text().splitlines()) == 1  # one `kiln bench`, after PRE_A
