@@ -6,6 +6,11 @@ should not add one.  The bench records `strategy_limits` with every result, so t
 variant's records say exactly which search made them, and the committed table never
 mixes them with today's `seeded` (run variants on a copy of the store).
 
+A variant starts from the seeds today's `seeded` had: its own records at the kernel's
+other shapes count as seeds when today's search made them (the bench alone would take
+only records made under the variant's limits, so a variant run on one shape would lose
+them and differ from today's run in two things, not one).
+
     python bench/seeded_variant.py --set with_seeds.copies=2 --set with_seeds.initial_population=24 \\
         -- bench --cases model_kernels.attention:attention@medium --strategies seeded --store /tmp/var.json
 """
@@ -13,8 +18,10 @@ mixes them with today's `seeded` (run variants on a copy of the store).
 from __future__ import annotations
 
 import argparse
+import copy
 import sys
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -39,6 +46,18 @@ def apply(settings: list[str]) -> dict[str, dict[str, int]]:
     return tables
 
 
+def seed_like_shipped(shipped: dict[str, Any]) -> None:
+    """Make the bench seed ``seeded`` from records made under ``shipped`` (today's limits), not the variant's."""
+    from tuning.bench import run as bench_run
+
+    original = bench_run.own_seeds
+
+    def own_seeds(run: Any, case: Any, strategy: str, limits: Any = None) -> dict[str, dict[str, Any]]:
+        return original(run, case, strategy, shipped if strategy == "seeded" else limits)
+
+    bench_run.own_seeds = own_seeds
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     ours, kiln = (argv[: argv.index("--")], argv[argv.index("--") + 1:]) if "--" in argv else (argv, [])
@@ -48,7 +67,11 @@ def main(argv: list[str] | None = None) -> int:
     ns = ap.parse_args(ours)
     if not kiln:
         ap.error("give the kiln command after --, e.g. -- bench --cases ... --store ...")
+    from tuning.strategies import seeded
+
+    shipped = copy.deepcopy(seeded.search_limits())
     tables = apply(ns.set)
+    seed_like_shipped(shipped)
     print(f"seeded_variant: {tables}", file=sys.stderr, flush=True)
     from tuning.cli import main as kiln_main
 

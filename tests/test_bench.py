@@ -143,6 +143,29 @@ def test_seeded_variant_changes_the_search_and_the_records_say_so(tmp_path: Path
     (run_doc,) = store.doc["runs"].values()
     limits = run_doc["cases"]["pkg.m:k@s"]["strategies"]["seeded"]["strategy_limits"]
     assert limits["with_seeds"]["copies"] == 3 and limits["compiler_seeds_only"]["initial_population"] == 40
+    # A variant run on one shape starts from the seeds today's seeded had there: its records at the other shapes.
+    import tuning.bench.run as bench_run
+    from bench.seeded_variant import seed_like_shipped
+
+    monkeypatch.setattr(bench_run, "own_seeds", bench_run.own_seeds)  # restored after the test
+    tune = FakeTune()
+    with pytest.MonkeyPatch.context() as mp:
+        for table in ("WITH_SEEDS", "COMPILER_SEEDS_ONLY"):
+            mp.setattr(seeded_mod, table, dict(getattr(seeded_mod, table)))
+        mp.setitem(seeded_mod.WITH_SEEDS, "copies", 2)  # today's limits as the test's baseline
+        mp.setitem(seeded_mod.COMPILER_SEEDS_ONLY, "initial_population", 30)
+        shipped = json.loads(json.dumps(seeded_mod.search_limits()))  # a copy: the limits hold the live tables
+        opts = BenchOptions(tmp_path, {}, None, ["seeded"], tmp_path / "var.json")
+        run_bench(opts, log=lambda m: None, engine=_fake_engine([_case("pkg.m:k", "m"), _case("pkg.m:k", "s")], tune, []))
+        mp.setitem(seeded_mod.WITH_SEEDS, "copies", 3)  # the variant
+        tune.seeds.clear()
+        run_bench(opts, log=lambda m: None, engine=_fake_engine([_case("pkg.m:k", "s")], tune, []))
+        assert tune.seeds == [()]  # the bench alone: today's record at m is another search's, no seed
+        seed_like_shipped(shipped)
+        tune.seeds.clear()
+        mp.setitem(seeded_mod.WITH_SEEDS, "copies", 4)  # another variant, so s runs again
+        run_bench(opts, log=lambda m: None, engine=_fake_engine([_case("pkg.m:k", "s")], tune, []))
+        assert tune.seeds == [({"block_sizes": [32], "by": "seeded@m"},)]
     with pytest.raises(SystemExit, match=r"unknown limit 'with_seeds\.nope'; valid: with_seeds\.initial_population, "):
         apply(["with_seeds.nope=1"])
     with pytest.raises(SystemExit, match="with_seeds.copies wants an integer, got 'two'"):
