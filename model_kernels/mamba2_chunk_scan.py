@@ -53,7 +53,6 @@ def mamba2_chunk_scan(
     """
     batch, nchunks, ngroups, chunk, _ = cb.size()
     _, seqlen, nheads, headdim = x.size()
-    dstate = hl.specialize(C.size(3))
     assert seqlen == nchunks * chunk, "seqlen must be a multiple of the chunk size"
     heads_per_group = nheads // ngroups
     out = torch.empty_like(x)
