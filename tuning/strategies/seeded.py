@@ -129,7 +129,7 @@ def reduction_loop_variants(seeds: Sequence[dict[str, Any]], size_hints: Sequenc
     """``seeds``, then the first ``count`` of them with each whole-axis reduction rolled at a half and a quarter of the axis.
 
     ``size_hints`` are the kernel's reduction axes at this shape, in ``reduction_loops``
-    order.  A seed that names no ``reduction_loops``, or fewer entries than there are
+    order.  A seed that names no ``reduction_loops``, or another number of entries than there are
     axes, was made for another code shape and is left as it is.
     """
     out = [dict(s) for s in seeds]
