@@ -19,6 +19,7 @@ The last test fakes nothing: a real ``seeded`` tune with a tiny budget.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -491,3 +492,48 @@ def test_reduction_loop_variants_roll_a_whole_axis_at_a_half_and_a_quarter(monke
     assert "seed_variants" not in seeded.search_limits()
     monkeypatch.setitem(seeded.SEED_VARIANTS, "reduction_loops", 1)
     assert seeded.search_limits()["seed_variants"] == {"reduction_loops": 1}
+
+
+def test_search_clock_sets_helions_cudagraph_switch_only_while_seeded_searches(
+        pallas_env: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """seeded's optional CUDA-graph search clock (off by default): on only during its search, never over the user's."""
+    from helion.autotuner import LFBOTreeSearch
+
+    from tuning.bench.compare import shortfall_why
+    from tuning.strategies import Budget, TuneContext, seeded
+    from tuning.tune import tune_case
+
+    env = seeded.CUDAGRAPH_ENV
+    monkeypatch.delenv(env, raising=False)
+    with seeded.search_clock(0) as applied:
+        assert applied == {} and env not in os.environ
+    with pytest.raises(RuntimeError), seeded.search_clock(1) as applied:
+        assert applied == {"search_clock": "cudagraph"} and os.environ[env] == "1"
+        raise RuntimeError("a search that dies")
+    assert env not in os.environ  # restored on the way out, even through an error
+    monkeypatch.setenv(env, "0")  # the user's choice wins
+    with seeded.search_clock(1) as applied:
+        assert applied == {} and os.environ[env] == "0"
+    monkeypatch.delenv(env)
+
+    seen: list[str | None] = []
+    original = LFBOTreeSearch.set_best_available_seed_configs
+
+    def record(self: Any, configs: Any) -> None:
+        seen.append(os.environ.get(env))
+        original(self, configs)
+
+    monkeypatch.setattr(LFBOTreeSearch, "set_best_available_seed_configs", record)
+    monkeypatch.setitem(seeded.SEARCH_CLOCK, "cudagraph", 1)
+    assert seeded.search_limits()["search_clock"] == {"cudagraph": 1}
+    case = _case()
+    context = TuneContext(case.kernel_id, case.spec.name, seeds=(_default_config(),))
+    small = Budget(effort="quick", initial_population=2, max_generations=1, polish_rounds=1, max_configs=3)
+    entry = tune_case(case, seeded.SeededStrategy(), small, "cpu", _dev(), context)
+    assert seen == ["1"] and env not in os.environ
+    assert entry.provenance["search_clock"] == "cudagraph"
+
+    # The report does not read a gap between two searches' own timings when their clocks differ.
+    rec = {"search_best_ms": 0.004, "strategy_limits": seeded.search_limits(), "seeded_from_shapes": ["medium"]}
+    why = shortfall_why(rec, {"search_best_ms": 0.0074, "strategy_limits": {}}, 1.06)
+    assert "different clocks" in why and "cudagraph against default" in why and "1.060x" in why
