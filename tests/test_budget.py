@@ -420,6 +420,29 @@ def test_bounded_polish_benchmarks_only_the_picked_neighbours(pallas_env: None, 
     assert seeded.search_limits()["polish"] == {"max_neighbors": 24}
 
 
+def _tiny_seeded_tune(monkeypatch: pytest.MonkeyPatch, on_seeds: Callable[[list[Any]], None]) -> tuple[Any, Any]:
+    """A real seeded tune of tinypkg, small enough for the CPU: (case, lock entry).
+
+    ``on_seeds`` sees the seed configs handed to Helion's search, as the search is built.
+    """
+    from helion.autotuner import LFBOTreeSearch
+
+    from tuning.strategies import Budget, TuneContext, seeded
+    from tuning.tune import tune_case
+
+    original = LFBOTreeSearch.set_best_available_seed_configs
+
+    def record(self: Any, configs: Any) -> None:
+        on_seeds(list(configs))
+        original(self, configs)
+
+    monkeypatch.setattr(LFBOTreeSearch, "set_best_available_seed_configs", record)
+    case = _case()
+    context = TuneContext(case.kernel_id, case.spec.name, seeds=(_default_config(),))
+    small = Budget(effort="quick", initial_population=2, max_generations=1, polish_rounds=1, max_configs=3)
+    return case, tune_case(case, seeded.SeededStrategy(), small, "cpu", _dev(), context)
+
+
 def test_seed_variants_add_each_seed_at_the_other_pid_types(pallas_env: None, monkeypatch: pytest.MonkeyPatch) -> None:
     """seeded's optional seed variants (off by default): the first N seeds again at every other allowed layout.
 
@@ -427,10 +450,8 @@ def test_seed_variants_add_each_seed_at_the_other_pid_types(pallas_env: None, mo
     variants reach Helion's search as best-available seeds, and the record says so.
     """
     import torch
-    from helion.autotuner import LFBOTreeSearch
 
-    from tuning.strategies import Budget, TuneContext, seeded
-    from tuning.tune import tune_case
+    from tuning.strategies import seeded
 
     a, b = {"block_sizes": [32], "pid_type": "flat"}, {"block_sizes": [64]}
     allowed = ("flat", "persistent_blocked", "persistent_interleaved")
@@ -442,19 +463,9 @@ def test_seed_variants_add_each_seed_at_the_other_pid_types(pallas_env: None, mo
     assert "seed_variants" not in seeded.search_limits()
 
     seen: list[list[Any]] = []
-    original = LFBOTreeSearch.set_best_available_seed_configs
-
-    def record(self: Any, configs: Any) -> None:
-        seen.append(list(configs))
-        original(self, configs)
-
-    monkeypatch.setattr(LFBOTreeSearch, "set_best_available_seed_configs", record)
     monkeypatch.setitem(seeded.SEED_VARIANTS, "pid_types", 1)
     assert seeded.search_limits()["seed_variants"] == {"pid_types": 1}
-    case = _case()
-    context = TuneContext(case.kernel_id, case.spec.name, seeds=(_default_config(),))
-    small = Budget(effort="quick", initial_population=2, max_generations=1, polish_rounds=1, max_configs=3)
-    entry = tune_case(case, seeded.SeededStrategy(), small, "cpu", _dev(), context)
+    case, entry = _tiny_seeded_tune(monkeypatch, seen.append)
     x = torch.randn(64, 128)
     allowed_here = case.kernel.bind((x, x)).config_spec.allowed_pid_types
     (configs,) = seen
@@ -497,11 +508,8 @@ def test_reduction_loop_variants_roll_a_whole_axis_at_a_half_and_a_quarter(monke
 def test_search_clock_sets_helions_cudagraph_switch_only_while_seeded_searches(
         pallas_env: None, monkeypatch: pytest.MonkeyPatch) -> None:
     """seeded's optional CUDA-graph search clock (off by default): on only during its search, never over the user's."""
-    from helion.autotuner import LFBOTreeSearch
-
     from tuning.bench.compare import shortfall_why
-    from tuning.strategies import Budget, TuneContext, seeded
-    from tuning.tune import tune_case
+    from tuning.strategies import seeded
 
     env = seeded.CUDAGRAPH_ENV
     monkeypatch.delenv(env, raising=False)
@@ -517,19 +525,9 @@ def test_search_clock_sets_helions_cudagraph_switch_only_while_seeded_searches(
     monkeypatch.delenv(env)
 
     seen: list[str | None] = []
-    original = LFBOTreeSearch.set_best_available_seed_configs
-
-    def record(self: Any, configs: Any) -> None:
-        seen.append(os.environ.get(env))
-        original(self, configs)
-
-    monkeypatch.setattr(LFBOTreeSearch, "set_best_available_seed_configs", record)
     monkeypatch.setitem(seeded.SEARCH_CLOCK, "cudagraph", 1)
     assert seeded.search_limits()["search_clock"] == {"cudagraph": 1}
-    case = _case()
-    context = TuneContext(case.kernel_id, case.spec.name, seeds=(_default_config(),))
-    small = Budget(effort="quick", initial_population=2, max_generations=1, polish_rounds=1, max_configs=3)
-    entry = tune_case(case, seeded.SeededStrategy(), small, "cpu", _dev(), context)
+    _, entry = _tiny_seeded_tune(monkeypatch, lambda configs: seen.append(os.environ.get(env)))
     assert seen == ["1"] and env not in os.environ
     assert entry.provenance["search_clock"] == "cudagraph"
 

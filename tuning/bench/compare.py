@@ -111,6 +111,13 @@ def _start(rec: dict[str, Any]) -> str:
     return "cold start (no seeds)" if seeds.startswith("cold") else f"seeded from {seeds}"
 
 
+def _search_clock(rec: dict[str, Any]) -> str:
+    """The clock a record's search timed candidates on: seeded's optional CUDA-graph clock (its
+    ``strategy_limits``, strategies/seeded.py SEARCH_CLOCK) or Helion's default."""
+    limits = rec.get("strategy_limits") or {}
+    return "cudagraph" if (limits.get("search_clock") or {}).get("cudagraph") else "default"
+
+
 def shortfall_why(rec: dict[str, Any], base: dict[str, Any], ratio: float) -> str:
     """What the records say about a case over the worst-case bar: the seeds, and where the gap showed.
 
@@ -123,12 +130,10 @@ def shortfall_why(rec: dict[str, Any], base: dict[str, Any], ratio: float) -> st
     mine, theirs = rec.get("search_best_ms"), base.get("search_best_ms")
     if not (mine and theirs):
         return f"{start}; no in-search timing recorded"
-    # seeded's optional CUDA-graph search clock (strategies/seeded.py SEARCH_CLOCK) is in its limits.
-    clocks = ["cudagraph" if ((r.get("strategy_limits") or {}).get("search_clock") or {}).get("cudagraph") else "default"
-              for r in (rec, base)]
-    if clocks[0] != clocks[1]:
+    clock, base_clock = _search_clock(rec), _search_clock(base)
+    if clock != base_clock:
         return (f"{start}; its search and lfbo's timed on different clocks ({mine:.4g} vs {theirs:.4g} ms: "
-                f"{clocks[0]} against {clocks[1]}), so only the fresh process compares: {ratio:.3f}x")
+                f"{clock} against {base_clock}), so only the fresh process compares: {ratio:.3f}x")
     seen = mine / theirs
     if seen <= 1.02:
         return (f"{start}; its search rated its pick {abs(seen - 1) * 100:.1f}% {'behind' if seen > 1 else 'ahead of'} lfbo's "

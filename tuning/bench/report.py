@@ -145,9 +145,11 @@ def markdown(store: Store, plots: dict[str, list[str]] | None = None, limits: di
                   "`cold` = none. `lfbo` takes no seeds.", "",
                   "| case | strategy | seeds | configs | tuning s | ms | torch ref ms | ref/ms | roofline | time ratio | configs ratio | latency ratio |",
                   "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        over_one = False
         for row in a["rows"]:
             r, q = row["record"], row["ratios"] or {}
             roof = _on_scale(r, scale)
+            over_one = over_one or (roof.get("fraction") or 0) > 1
             roof_s = f"{roof['fraction']:.2f} ({roof.get('bound')})" if roof.get("fraction") is not None else "-"
             speed = r["ref_ms"] / r["ms"] if r.get("ref_ms") and r.get("ms") else None
             lat = q.get("latency_ratio")
@@ -161,7 +163,7 @@ def markdown(store: Store, plots: dict[str, list[str]] | None = None, limits: di
                   "Roofline: max(bytes / copy bandwidth, FLOPs / bf16 rate) / measured time; bytes = inputs + outputs; every row "
                   f"on one scale, the fastest peaks this GPU showed in the store (copy {scale['copy_gbps']} GB/s, bf16 "
                   f"{scale['bf16_tflops']} TFLOP/s; each record keeps its own run's under `roofline.peaks`).", ""]
-        if any((_on_scale(row["record"], scale).get("fraction") or 0) > 1 for row in a["rows"]):
+        if over_one:
             lines += [ROOF_OVER_ONE, ""]
         kinds = sorted({(row["case"].partition("@")[0], row["record"].get("ref_kind")) for row in a["rows"]
                         if row["record"].get("ref_kind")})

@@ -15,7 +15,7 @@ import contextlib
 import dataclasses
 import os
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from .as_shipped import finalists, rank_as_shipped
@@ -134,6 +134,17 @@ def search_clock(cudagraph: int) -> Iterator[dict[str, Any]]:
         os.environ.pop(CUDAGRAPH_ENV, None)
 
 
+def _with_variants(seeds: Sequence[dict[str, Any]], count: int,
+                   variants_of: Callable[[dict[str, Any]], Iterable[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """``seeds``, then ``variants_of`` each of the first ``count`` of them, each config once."""
+    out = [dict(s) for s in seeds]
+    for seed in seeds[:max(0, count)]:
+        for variant in variants_of(seed):
+            if variant not in out:
+                out.append(variant)
+    return out
+
+
 def pid_type_variants(seeds: Sequence[dict[str, Any]], allowed: Sequence[str], count: int) -> list[dict[str, Any]]:
     """``seeds``, then the first ``count`` of them at each other allowed ``pid_type`` (deduplicated).
 
@@ -141,13 +152,8 @@ def pid_type_variants(seeds: Sequence[dict[str, Any]], allowed: Sequence[str], c
     (base_search's best-available population), so a layout a config cannot use costs
     nothing but the log line.
     """
-    out = [dict(s) for s in seeds]
-    for seed in seeds[:max(0, count)]:
-        for pid_type in allowed:
-            variant = {**seed, "pid_type": pid_type}
-            if pid_type != seed.get("pid_type", "flat") and variant not in out:  # Helion's default is flat
-                out.append(variant)
-    return out
+    return _with_variants(seeds, count, lambda seed: (
+        {**seed, "pid_type": p} for p in allowed if p != seed.get("pid_type", "flat")))  # Helion's default is flat
 
 
 def reduction_loop_variants(seeds: Sequence[dict[str, Any]], size_hints: Sequence[int],
@@ -158,21 +164,17 @@ def reduction_loop_variants(seeds: Sequence[dict[str, Any]], size_hints: Sequenc
     order.  A seed that names no ``reduction_loops``, or another number of entries than there are
     axes, was made for another code shape and is left as it is.
     """
-    out = [dict(s) for s in seeds]
-    for seed in seeds[:max(0, count)]:
+    def rolled(seed: dict[str, Any]) -> Iterator[dict[str, Any]]:
         loops = seed.get("reduction_loops")
         if not isinstance(loops, list) or len(loops) != len(size_hints):
-            continue
+            return
         for i, size in enumerate(size_hints):
-            if loops[i] is not None:
-                continue
             top = 1 << max(0, int(size) - 1).bit_length()  # next power of two, as Helion rounds the axis
             for chunk in (top // 2, top // 4):
-                if REDUCTION_LOOP_MIN <= chunk < size:
-                    variant = {**seed, "reduction_loops": [*loops[:i], chunk, *loops[i + 1:]]}
-                    if variant not in out:
-                        out.append(variant)
-    return out
+                if loops[i] is None and REDUCTION_LOOP_MIN <= chunk < size:
+                    yield {**seed, "reduction_loops": [*loops[:i], chunk, *loops[i + 1:]]}
+
+    return _with_variants(seeds, count, rolled)
 
 
 def fast_finish(search: Any) -> dict[str, Any]:
@@ -216,14 +218,12 @@ def search_limits() -> dict[str, Any]:
         "fast_finish": {"compile_timeout_s": FAST_FINISH_COMPILE_TIMEOUT_S,
                         "adaptive_timeout_floor_s": FAST_FINISH_ADAPTIVE_TIMEOUT_FLOOR_S,
                         "top_k": FAST_FINISH_TOP_K, "target_ms": FAST_FINISH_TARGET_MS}}
-    # Only when on: off is Helion's own polish, which every stored record already ran, so
-    # adding the key at 0 would mark them all as another search and rerun them for nothing.
-    if POLISH["max_neighbors"] > 0:
-        limits["polish"] = dict(POLISH)
-    if any(v > 0 for v in SEED_VARIANTS.values()):
-        limits["seed_variants"] = {k: v for k, v in SEED_VARIANTS.items() if v > 0}
-    if SEARCH_CLOCK["cudagraph"] > 0:
-        limits["search_clock"] = dict(SEARCH_CLOCK)
+    # The optional candidates only when on: off is the search every stored record already ran,
+    # so adding their keys at 0 would mark them all as another search and rerun them for nothing.
+    for name, table in (("polish", POLISH), ("seed_variants", SEED_VARIANTS), ("search_clock", SEARCH_CLOCK)):
+        on = {k: v for k, v in table.items() if v > 0}
+        if on:
+            limits[name] = on
     return limits
 
 
