@@ -33,7 +33,8 @@
 #                    committed store: give each wait call TABLE_CASES without the cases earlier calls
 #                    finished (their results are in the last $OUT, not in the committed store); a job
 #                    still running ignores it
-#                    (copy it back to bench/results/store.json, `kiln bench --to-lock`, commit: the next session resumes)
+#                    (copy it back to bench/results/store.json, or, when calls found fresh machines, merge each
+#                    call's store into it with `kiln bench --merge-from`; then `kiln bench --to-lock`, commit)
 set -u
 phase=$1; shift
 # BENCH_GPU_RES / BENCH_GPU_SITE move the results and the installed wheels (tests/test_table_runner_script.py runs

@@ -557,6 +557,39 @@ def test_store_put_from_two_processes_loses_nothing(tmp_path: Path) -> None:
     assert run_doc["peaks"]["by"] in ("a", "b")
 
 
+def test_merge_from_keeps_the_newest_copy_of_every_record(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Two device calls that each began from the committed store: every finished record survives the merge."""
+    old_lfbo = {"ms": 1.0, "finished_at": "2026-12-01T05:00:00Z"}
+    committed = _store_of({"p.m:a@small": {"lfbo": old_lfbo}}, tmp_path / "store.json")
+    committed.doc["runs"]["H200|x"]["peaks"] = {"copy_gbps": 4241.0, "measured_at": "2026-12-01T04:00:00Z"}
+    committed.save()
+    call2 = _store_of({"p.m:a@small": {"lfbo": old_lfbo, "seeded": {"ms": 1.1, "finished_at": "2026-12-01T09:24:00Z"}},
+                       "p.m:a@medium": {"lfbo": {"ms": 2.0, "finished_at": "2026-12-01T09:20:00Z"}}},
+                      tmp_path / "call2.json")
+    call2.doc["runs"]["H200|x"]["peaks"] = {"copy_gbps": 4257.7, "measured_at": "2026-12-01T09:16:00Z"}
+    call2.save()
+    # call 3 holds an older copy of a@small's seeded (a stale record must not replace the newer one)
+    call3 = _store_of({"p.m:a@small": {"seeded": {"ms": 9.9, "finished_at": "2026-11-30T01:00:00Z"}},
+                       "p.m:a@large": {"lfbo": {"ms": 3.0, "finished_at": "2026-12-01T09:36:00Z"}}},
+                      tmp_path / "call3.json")
+    call3.doc["runs"]["H200|x"]["peaks"] = {"copy_gbps": 4000.0, "measured_at": "2026-12-01T01:00:00Z"}
+    call3.save()
+
+    rc = kiln_main(["bench", "--project", str(tmp_path), "--store", str(tmp_path / "store.json"),
+                    "--merge-from", str(tmp_path / "call2.json"), "--merge-from", str(tmp_path / "call3.json")])
+    assert rc == 0
+    assert "3 records merged" in capsys.readouterr().err
+    (run_doc,) = Store.load(tmp_path / "store.json").doc["runs"].values()
+    got = {(label, name): rec["ms"] for label, case in run_doc["cases"].items() for name, rec in case["strategies"].items()}
+    assert got == {("p.m:a@small", "lfbo"): 1.0, ("p.m:a@small", "seeded"): 1.1,
+                   ("p.m:a@medium", "lfbo"): 2.0, ("p.m:a@large", "lfbo"): 3.0}
+    assert run_doc["peaks"]["copy_gbps"] == 4257.7  # the newest measurement, not the largest or the last named
+
+    assert kiln_main(["bench", "--project", str(tmp_path), "--store", str(tmp_path / "store.json"),
+                      "--merge-from", str(tmp_path / "nope.json")]) == 2
+    assert "no bench store yet" in capsys.readouterr().err
+
+
 # ----------------------------------------------------------------------------- (5) shards and --gpus (no GPU: a fake launch)
 
 def test_select_shard_and_parse_shard() -> None:

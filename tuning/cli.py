@@ -153,6 +153,8 @@ def cmd_bench(ns: argparse.Namespace) -> int:
         return 0
     if ns.to_lock:
         return _bench_to_lock(ns, project, store_path)
+    if ns.merge_from:
+        return _bench_merge(ns.merge_from, store_path)
     from .bench.gpus import parse_shard
     from .bench.run import BenchOptions, run_bench
 
@@ -214,6 +216,18 @@ def _bench_to_lock(ns: argparse.Namespace, project: Path, store_path: Path) -> i
         print(f"kiln bench: {a.label}: {what}: {a.why}", file=sys.stderr)
     taken = sum(1 for a in adopted if a.strategy)
     print(f"kiln bench: {taken} of {len(adopted)} stored cases in {prep.settings.lock_path}", file=sys.stderr)
+    return 0
+
+
+def _bench_merge(sources: list[str], store_path: Path) -> int:
+    """`kiln bench --merge-from A --merge-from B`: the newest copy of every record of A and B into --store."""
+    from .bench.store import Store, merge_into
+
+    others = [_existing_store(Path(s)) for s in sources]
+    moved = merge_into(Store.load(store_path), others)
+    for label, name, source in moved:
+        print(f"kiln bench: merged {label} {name} from {source}", file=sys.stderr)
+    print(f"kiln bench: {len(moved)} records merged into {store_path}", file=sys.stderr)
     return 0
 
 
@@ -300,6 +314,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--to-lock", action="store_true",
                    help="put each case's best stored config (lfbo's, or a strategy's that beat it in the same "
                         "process) into the project's kiln.lock, so a build ships it without tuning (no tuning)")
+    p.add_argument("--merge-from", action="append", default=[], metavar="STORE",
+                   help="copy into --store every record of STORE that it lacks or holds an older copy of "
+                        "(newest finished_at wins; repeatable; no tuning), e.g. the stores of device calls "
+                        "that each started from the committed one")
     p.set_defaults(func=cmd_bench)
 
     ns = parser.parse_args(argv)

@@ -144,6 +144,40 @@ class Store:
         self.update(lambda doc: _run_in(doc, run["gpu"], run["versions"]).__setitem__("peaks", peaks))
 
 
+def merge_into(store: Store, others: list[Store]) -> list[tuple[str, str, str]]:
+    """Copy into ``store`` every record of ``others`` it lacks or holds an older copy of; return what moved.
+
+    Why: a device call that finds a fresh machine starts from the committed store, not
+    from the last call's, so each call's store holds only its own new cases beside the
+    committed ones.  Merging by ``finished_at`` (newest wins, per run key, case and
+    strategy) keeps every finished record and never lets a stale copy replace a newer
+    one.  A run's peaks follow the same rule on ``measured_at``.  Returned as
+    (case label, strategy, source path) for the command to print.
+    """
+    moved: list[tuple[str, str, str]] = []
+
+    def change(doc: dict[str, Any]) -> None:
+        for other in others:
+            for key, run in other.doc["runs"].items():
+                mine = doc["runs"].setdefault(key, {**run, "peaks": None, "cases": {}})
+                if run.get("peaks") and _newer(run["peaks"], mine.get("peaks"), "measured_at"):
+                    mine["peaks"] = run["peaks"]
+                for label, case in run["cases"].items():
+                    target = mine["cases"].setdefault(label, {**case, "strategies": {}})["strategies"]
+                    for name, rec in case["strategies"].items():
+                        if _newer(rec, target.get(name), "finished_at"):
+                            target[name] = rec
+                            moved.append((label, name, str(other.path)))
+
+    store.update(change)
+    return moved
+
+
+def _newer(candidate: Mapping[str, Any], current: Mapping[str, Any] | None, stamp: str) -> bool:
+    """``candidate`` is missing from the target or was stamped later (ISO UTC stamps sort as text)."""
+    return current is None or str(candidate.get(stamp) or "") > str(current.get(stamp) or "")
+
+
 def _run_in(doc: dict[str, Any], gpu: Mapping[str, str], versions: Mapping[str, Any]) -> dict[str, Any]:
     return doc["runs"].setdefault(run_key(gpu, versions), {
         "gpu": dict(gpu), "versions": {k: versions.get(k) for k in KEY_VERSIONS}, "peaks": None, "cases": {}})
