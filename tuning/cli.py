@@ -224,7 +224,7 @@ def _bench_merge(sources: list[str], store_path: Path) -> int:
     from .bench.store import Store, merge_into
 
     others = [_existing_store(Path(s)) for s in sources]
-    moved = merge_into(Store.load(store_path), others)
+    moved = merge_into(Store(store_path), others)  # update() reads the target under its lock: no load first
     for label, name, source in moved:
         print(f"kiln bench: merged {label} {name} from {source}", file=sys.stderr)
     print(f"kiln bench: {len(moved)} records merged into {store_path}", file=sys.stderr)

@@ -163,7 +163,7 @@ def merge_into(store: Store, others: list[Store]) -> list[tuple[str, str, str]]:
                 if run.get("peaks") and _newer(run["peaks"], mine.get("peaks"), "measured_at"):
                     mine["peaks"] = run["peaks"]
                 for label, case in run["cases"].items():
-                    target = mine["cases"].setdefault(label, {**case, "strategies": {}})["strategies"]
+                    target = Store.case(mine, case["kernel_id"], case["shape_name"])["strategies"]
                     for name, rec in case["strategies"].items():
                         if _newer(rec, target.get(name), "finished_at"):
                             target[name] = rec
