@@ -444,9 +444,9 @@ def _tiny_seeded_tune(monkeypatch: pytest.MonkeyPatch, on_seeds: Callable[[list[
 
 
 def test_seed_variants_add_each_seed_at_the_other_pid_types(pallas_env: None, monkeypatch: pytest.MonkeyPatch) -> None:
-    """seeded's optional seed variants (off by default): the first N seeds again at every other allowed layout.
+    """seeded's pid-type seed variants (on since session 18): the first N seeds again at every other allowed layout.
 
-    The pure rule, then a real seeded tune on tinypkg (Pallas interpret) with it on: the
+    The pure rule, then a real seeded tune on tinypkg (Pallas interpret) as shipped: the
     variants reach Helion's search as best-available seeds, and the record says so.
     """
     import torch
@@ -460,11 +460,14 @@ def test_seed_variants_add_each_seed_at_the_other_pid_types(pallas_env: None, mo
         a, b, {"block_sizes": [32], "pid_type": "persistent_blocked"},
         {"block_sizes": [32], "pid_type": "persistent_interleaved"}]
     assert len(seeded.pid_type_variants([a, b], allowed, 5)) == 2 + 2 + 2  # b names none: Helion's default, flat
-    assert "seed_variants" not in seeded.search_limits()
+    # As shipped: the first seed's layouts, and recorded in the limits (so older rows are "other search").
+    assert seeded.SEED_VARIANTS["pid_types"] == 1
+    assert seeded.search_limits()["seed_variants"] == {"pid_types": 1}
+    monkeypatch.setitem(seeded.SEED_VARIANTS, "pid_types", 0)
+    assert "seed_variants" not in seeded.search_limits()  # off: the key is absent, as before it was adopted
+    monkeypatch.setitem(seeded.SEED_VARIANTS, "pid_types", 1)
 
     seen: list[list[Any]] = []
-    monkeypatch.setitem(seeded.SEED_VARIANTS, "pid_types", 1)
-    assert seeded.search_limits()["seed_variants"] == {"pid_types": 1}
     case, entry = _tiny_seeded_tune(monkeypatch, seen.append)
     x = torch.randn(64, 128)
     allowed_here = case.kernel.bind((x, x)).config_spec.allowed_pid_types
@@ -500,9 +503,9 @@ def test_reduction_loop_variants_roll_a_whole_axis_at_a_half_and_a_quarter(monke
         config = dict(variant)
         spec.normalize(config)  # Helion takes each variant as a valid config here, and keeps it looped
         assert config["reduction_loops"] == variant["reduction_loops"]
-    assert "seed_variants" not in seeded.search_limits()
+    assert "reduction_loops" not in seeded.search_limits()["seed_variants"]
     monkeypatch.setitem(seeded.SEED_VARIANTS, "reduction_loops", 1)
-    assert seeded.search_limits()["seed_variants"] == {"reduction_loops": 1}
+    assert seeded.search_limits()["seed_variants"] == {"pid_types": 1, "reduction_loops": 1}
 
 
 def test_search_clock_sets_helions_cudagraph_switch_only_while_seeded_searches(

@@ -81,15 +81,18 @@ AS_SHIPPED = {"finalists": 0, "rounds": 3}
 # (--set polish.max_neighbors=24).
 POLISH = {"max_neighbors": 0}
 
-# Seed variants, added after the seeds themselves.  ``pid_types``: the first seeds again at
-# every other program-id layout the kernel allows.  Off: a candidate fix for swiglu@small
-# (session 14, 1.052 against lfbo), whose search, started from its medium shape's `flat`
-# pick, stayed among `flat` configs while lfbo's found `persistent_blocked` ([8, 512],
-# 6 stages); the layout is one categorical choice a neighbourhood search rarely crosses
-# together with the block sizes it suits.  Cost: one population slot per variant, and one
-# more finalist in Helion's final re-benchmark each (Helion pins every seed as a finalist),
-# about 1 s apiece under the fast finish's 1000 ms target.  Not yet measured on the GPU;
-# try it with bench/seeded_variant.py (--set seed_variants.pid_types=1).
+# Seed variants, added after the seeds themselves.  ``pid_types`` (on): the first seed again
+# at every other program-id layout the kernel allows.  The fix for swiglu@small, the one case
+# over the 1.05 worst-case bar (1.052 against lfbo in sessions 14 and 17): its search, started
+# from its medium shape's `flat` pick, stayed among `flat` configs while lfbo's found
+# `persistent_blocked` ([8, 512], 6 stages); the layout is one categorical choice a
+# neighbourhood search rarely crosses together with the block sizes it suits.  Measured on the
+# H200 as a variant against the stored lfbo config re-timed beside it, twice: 1.0272 at 3.71x
+# less time (session 17) and 1.0282 at 4.20x (session 18; bench/results/variants_session1{7,8}/).
+# Cost: one population slot per variant, and one more finalist in Helion's final re-benchmark
+# each (Helion pins every seed as a finalist), about 1 s apiece under the fast finish's 1000 ms
+# target.  Turning it on changed seeded's recorded limits, so every `seeded` row measured
+# before it is "other search" in the bench report until the table reruns it.
 #
 # ``reduction_loops``: the first seeds again with each reduction they hold whole (persistent,
 # ``None``) rolled into a loop over a half and a quarter of the axis.  Off: a candidate fix
@@ -103,9 +106,10 @@ POLISH = {"max_neighbors": 0}
 # A seed from a smaller shape held its own, shorter axis whole, and declared shapes are a few
 # times apart (softmax: 4x, 8x), so a half and a quarter of the new axis bracket the chunk the
 # seed held.  Cost: two population slots per seed and axis, and two finalists (as above).
-# Not yet measured on the GPU; try it with bench/seeded_variant.py
-# (--set seed_variants.reduction_loops=1).
-SEED_VARIANTS = {"pid_types": 0, "reduction_loops": 0}
+# Measured once on the H200 (session 17, bench/results/variants_session17/var_rloop1.json):
+# softmax@large 1.0500 against lfbo, no gain over the search without it (1.0485), so it
+# stays off; try it with bench/seeded_variant.py (--set seed_variants.reduction_loops=1).
+SEED_VARIANTS = {"pid_types": 1, "reduction_loops": 0}
 REDUCTION_LOOP_MIN = 8  # Helion's smallest reduction loop chunk (ReductionLoopSpec's fragment low)
 
 # Search clock: ``cudagraph`` = 1 times every candidate of seeded's search as a CUDA-graph
@@ -116,7 +120,9 @@ REDUCTION_LOOP_MIN = 8  # Helion's smallest reduction loop chunk (ReductionLoopS
 # CUDA graphs at 0.0040-0.0041, so the search ranked configs on a clock where their
 # differences barely show.  Helion's benchmark worker is spawned per search and inherits the
 # variable, so it is set only while seeded's search runs (never over a value the user set).
-# Not yet measured on the GPU; try it with bench/seeded_variant.py (--set search_clock.cudagraph=1).
+# Measured once on the H200 (session 17, bench/results/variants_session17/var_graph1.json):
+# rms_norm@small 1.1038 against lfbo, worse than the search without it (1.0146), so it stays
+# off; try it with bench/seeded_variant.py (--set search_clock.cudagraph=1).
 SEARCH_CLOCK = {"cudagraph": 0}
 CUDAGRAPH_ENV = "HELION_BENCHMARK_CUDAGRAPH"
 
