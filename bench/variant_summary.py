@@ -1,10 +1,10 @@
 """Summarise `seeded` variant stores (bench/run_x2_gpu.sh variants) against their lfbo baselines.
 
-Why not `kiln bench --report`: the report names every record made under other search
-limits than today's "seeded (other search)", one group, because a changed search must
-not borrow its predecessor's numbers.  A variant trial wants the opposite view: each
-store holds one trial search's records next to older ones, and each search is judged
-on its own.  So records are grouped by the ``strategy_limits`` they were made under,
+Why not `kiln bench --report`: the report sets every record made under other search
+limits than today's apart ("seeded (other search: <keys that differ>)"), because a changed
+search must not borrow its predecessor's numbers, and it reads one store.  A variant trial
+wants several stores side by side: each holds one trial search's records next to older
+ones, and each search is judged on its own.  So records are grouped by the ``strategy_limits`` they were made under,
 and each group gets the report's own per-case ratios and summary (``compare.analyse``).
 
     python bench/variant_summary.py bench/results/fix_trial_session12/var_*.json \\

@@ -306,11 +306,14 @@ def test_report_keeps_an_earlier_search_apart_and_says_why_a_case_misses_the_bar
     store = _store_of(cases, tmp_path / "store.json")
     (run,) = summary_json(store, LIMITS)["runs"]
     s = run["strategies"]
-    assert s["seeded"]["cases"] == 4 and s["seeded (other search)"]["cases"] == 2
+    # Each older search is its own group, named by the parts of its limits that differ from today's.
+    assert s["seeded"]["cases"] == 4
+    assert s["seeded (other search: with_seeds)"]["cases"] == 1
+    assert s["seeded (other search: not recorded)"]["cases"] == 1
     assert s["seeded"]["meets_bar"] == {"time_ratio": False, "latency_geomean": False, "worst_latency": False}
     assert s["seeded"]["cases_over_worst_bar"] == ["p.m:a@medium", "p.m:a@small"]
     assert s["seeded"]["cases_under_time_bar"] == ["p.m:e@medium", "p.m:f@medium"]
-    assert s["seeded (other search)"]["worst_latency_ratio"] == pytest.approx(1.0)
+    assert s["seeded (other search: with_seeds)"]["worst_latency_ratio"] == pytest.approx(1.0)
     md = markdown(store, None, LIMITS)
     assert "- p.m:a@medium `seeded` 1.1000: cold start (no seeds); its search already rated its pick 10.0% behind" in md
     assert ("- p.m:a@small `seeded` 1.0800: seeded from medium + 1 lock; its search rated its pick 0.0% ahead of lfbo's best "
@@ -318,7 +321,8 @@ def test_report_keeps_an_earlier_search_apart_and_says_why_a_case_misses_the_bar
     assert ("- p.m:e@medium `seeded` 2.00x: cold start (no seeds); its search was wide: 600 configs against lfbo's 900 "
             "(1.50x fewer); 200 s against lfbo's 400 s") in md
     assert ("- p.m:f@medium `seeded` 2.00x: cold start (no seeds); each config cost 2.00 s against lfbo's 0.50 s") in md
-    assert "`name (other search)`: made by an earlier or trial version" in md
+    assert "`name (other search: keys)`: made by an earlier or trial version" in md
+    assert "| seeded (other search: with_seeds) | 1 |" in md
     # Read without today's limits (no strategies at hand), nothing is relabelled.
     assert set(summary_json(store)["runs"][0]["strategies"]) == {"lfbo", "seeded"}
 

@@ -52,9 +52,10 @@ BAR_WORST_LATENCY = 1.05
 # session 15: 0.715), so the summary also gives the geomean without them.
 FAR_AHEAD = 1 / BAR_WORST_LATENCY
 
-# Label suffix for records made by an earlier or trial version of a strategy's
-# search (other ``strategy_limits`` than today's): reported apart, never mixed in.
-OTHER_SEARCH = " (other search)"
+# Label for records made by an earlier or trial version of a strategy's search (other
+# ``strategy_limits`` than today's): reported apart, never mixed in, one group per set of
+# limit keys that differ, so two older searches are never averaged together either.
+OTHER_SEARCH = " (other search"
 
 # A baseline whose tuning time reached this share of its ``seconds`` budget was
 # stopped by the cap, not by LFBO's own convergence.
@@ -93,16 +94,35 @@ def case_ratios(rec: dict[str, Any], base: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def limits_differ(made: dict[str, Any] | None, today: dict[str, Any]) -> list[str]:
+    """The top-level ``strategy_limits`` keys where a record's search differs from today's, sorted.
+
+    Why keys and not a diff: a reader of the report needs to know which part of the
+    search changed (``seed_variants``, ``with_seeds``, ...); the store holds the values.
+    """
+    if not made:
+        return ["not recorded"]
+    return sorted(k for k in set(made) | set(today) if made.get(k) != today.get(k))
+
+
+def is_other_search(label: str) -> bool:
+    return OTHER_SEARCH in label
+
+
 def display_name(name: str, rec: dict[str, Any], limits: dict[str, Any] | None) -> str:
-    """``name``, or ``name (other search)`` when ``rec`` was made under other search limits than today's.
+    """``name``, or ``name (other search: <keys>)`` when ``rec`` was made under other search limits than today's.
 
     ``limits`` maps strategy names to today's ``strategy_limits`` (None: don't
     check, as for a store read without the strategies at hand).  A changed
-    search must not borrow its predecessor's numbers, nor hide them.
+    search must not borrow its predecessor's numbers, nor hide them; the keys
+    that differ name the group, so each older search is summarised on its own.
     """
     if limits is None or name == BASELINE or name not in limits:
         return name
-    return name if rec.get("strategy_limits") == limits[name] else name + OTHER_SEARCH
+    made = rec.get("strategy_limits")
+    if made == limits[name]:
+        return name
+    return f"{name}{OTHER_SEARCH}: {', '.join(limits_differ(made, limits[name]))})"
 
 
 def _start(rec: dict[str, Any]) -> str:

@@ -8,6 +8,7 @@ from typing import Any
 
 from . import BASELINE
 from .compare import (BAR_LATENCY_GEOMEAN, BAR_TIME_RATIO, BAR_WORST_LATENCY, OTHER_SEARCH, analyse, coverage, display_name,
+                      is_other_search,
                       seeds_label, summary_json)
 from .roofline import best_peaks, fraction
 from .store import Store
@@ -77,9 +78,10 @@ def bar_lines(a: dict[str, Any]) -> list[str]:
         lines += ["", f"Cases under {BAR_TIME_RATIO:g}x less tuning time (the bar is on the geomean; these pull it down), "
                   "and what their records say:", ""]
         lines += [f"- {row['case']} `{row['strategy']}` {row['ratios']['time_ratio']:.2f}x: {row['slow']}" for row in slow]
-    if any(OTHER_SEARCH in n for n in a["strategies"]):
-        lines += ["", f"`name{OTHER_SEARCH}`: made by an earlier or trial version of that strategy's search (other search "
-                  "limits than today's, `strategy_limits` in the store); kept apart from today's numbers, and rerun by "
+    if any(is_other_search(n) for n in a["strategies"]):
+        lines += ["", f"`name{OTHER_SEARCH}: keys)`: made by an earlier or trial version of that strategy's search (other "
+                  "search limits than today's, `strategy_limits` in the store; the keys are the parts of the limits that "
+                  "differ, and each set of them is its own group); kept apart from today's numbers, and rerun by "
                   "`kiln bench` on the table's store."]
     return lines + [""]
 
