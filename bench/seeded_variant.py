@@ -1,7 +1,7 @@
 """Run `kiln bench` with `seeded`'s search limits changed, to measure a candidate search before adopting it.
 
 Why a wrapper and not a setting: the limits (tuning/strategies/seeded.py: WITH_SEEDS,
-COMPILER_SEEDS_ONLY, AS_SHIPPED, POLISH, SEED_VARIANTS, SEARCH_CLOCK) are the strategy's design, not a user knob; trying a new design
+COMPILER_SEEDS_ONLY, AS_SHIPPED, POLISH, SEED_VARIANTS, SEARCH_CLOCK, FIRST_POPULATION) are the strategy's design, not a user knob; trying a new design
 should not add one.  The bench records `strategy_limits` with every result, so the
 variant's records say exactly which search made them, and the committed table never
 mixes them with today's `seeded` (run variants on a copy of the store).
@@ -33,7 +33,7 @@ def apply(settings: list[str]) -> dict[str, dict[str, int]]:
 
     tables = {"with_seeds": seeded.WITH_SEEDS, "compiler_seeds_only": seeded.COMPILER_SEEDS_ONLY,
               "as_shipped": seeded.AS_SHIPPED, "polish": seeded.POLISH, "seed_variants": seeded.SEED_VARIANTS,
-              "search_clock": seeded.SEARCH_CLOCK}
+              "search_clock": seeded.SEARCH_CLOCK, "first_population": seeded.FIRST_POPULATION}
     for item in settings:
         target, _, value = item.partition("=")
         table, _, key = target.partition(".")

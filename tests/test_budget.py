@@ -538,3 +538,59 @@ def test_search_clock_sets_helions_cudagraph_switch_only_while_seeded_searches(
     rec = {"search_best_ms": 0.004, "strategy_limits": seeded.search_limits(), "seeded_from_shapes": ["medium"]}
     why = shortfall_why(rec, {"search_best_ms": 0.0074, "strategy_limits": {}}, 1.06)
     assert "different clocks" in why and "cudagraph against default" in why and "1.060x" in why
+
+
+def test_first_population_pads_with_seed_neighbours_not_random_configs(pallas_env: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """seeded's optional seed-neighbour first population (off by default), on Helion's real search for tinypkg.
+
+    With it on, the configs past the seeds and the default are first all of Helion's own
+    radius-1 neighbours of the seed (tinypkg has only 4), then random configs for the slots left;
+    none repeats, the population reaches the search's size, and two builds give the same
+    population.  Off (or a cold start), the search keeps Helion's random pad.
+    """
+    import helion
+    import torch
+    from helion.autotuner import LFBOTreeSearch
+    from helion.autotuner.pattern_search import InitialPopulationStrategy, PatternSearch
+
+    from tuning.strategies import seeded
+    from tuning.strategies.first_population import pad_with_seed_neighbours, spread
+
+    assert spread(list(range(10)), 3) == [0, 3, 6] and spread([1, 2], 5) == [1, 2] and spread([1], 0) == []
+
+    x = torch.randn(64, 128)
+    bound = _case().kernel.bind((x, x))
+    seed = helion.Config(**_default_config())
+
+    def population(leading: int, seeds: list[Any]) -> tuple[Any, list[Any], dict[str, int]]:
+        search = LFBOTreeSearch(bound, (x, x), copies=1, initial_population=8,
+                                initial_population_strategy=InitialPopulationStrategy.FROM_BEST_AVAILABLE,
+                                best_available_pad_random=True)
+        search._prepare()
+        search.set_best_available_seed_configs(seeds)
+        applied = pad_with_seed_neighbours(search, seeds, leading)
+        return search, search._generate_initial_population_flat(), applied
+
+    search, pop, applied = population(1, [seed])
+    gen = search.config_gen
+    neighbours = {gen.unflatten(f) for f in PatternSearch._generate_neighbors(search, gen.flatten(seed))}
+    configs = [gen.unflatten(f) for f in pop]
+    assert len(configs) == len(set(configs)) == 8  # padded to the search's size, no repeats
+    head = [c for c in configs if c in {seed, gen.unflatten(gen.default_flat())}]
+    assert configs[:len(head)] == head and 0 < len(neighbours) < 8 - len(head)
+    assert set(configs[len(head):len(head) + len(neighbours)]) == neighbours  # every neighbour, before any random
+    assert applied == {"leading_seeds": 1, "neighbours": len(neighbours), "random": 8 - len(head) - len(neighbours)}
+    assert [gen.unflatten(f) for f in population(1, [seed])[1]] == configs  # same seeds, same population
+
+    # Off, or nothing to be near: Helion's random pad, untouched.
+    for leading, seeds in ((0, [seed]), (1, [])):
+        search, _, applied = population(leading, seeds)
+        assert applied == {} and search.best_available_pad_random and "_generate_initial_population_flat" not in vars(search)
+
+    assert "first_population" not in seeded.search_limits()
+    monkeypatch.setitem(seeded.FIRST_POPULATION, "seed_neighbours", 2)
+    assert seeded.search_limits()["first_population"] == {"seed_neighbours": 2}
+    # Through seeded's own tune: a population of 2, the seed (its pid-type variants transfer onto the
+    # same Pallas config, so Helion keeps one) and one neighbour.
+    _, entry = _tiny_seeded_tune(monkeypatch, lambda configs: None)
+    assert entry.provenance["first_population"] == {"leading_seeds": 2, "neighbours": 1, "random": 0}

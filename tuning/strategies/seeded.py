@@ -20,6 +20,7 @@ from typing import Any
 
 from .as_shipped import finalists, rank_as_shipped
 from .base import Budget, TuneContext, TuneOutcome
+from .first_population import pad_with_seed_neighbours
 from .lfbo import apply_budget_settings, run_search, search_kwargs
 from .polish import bound_polish
 
@@ -124,6 +125,14 @@ REDUCTION_LOOP_MIN = 8  # Helion's smallest reduction loop chunk (ReductionLoopS
 # rms_norm@small 1.1038 against lfbo, worse than the search without it (1.0146), so it stays
 # off; try it with bench/seeded_variant.py (--set search_clock.cudagraph=1).
 SEARCH_CLOCK = {"cudagraph": 0}
+
+# First population (first_population.py): ``seed_neighbours`` = N pads the first population
+# with Helion's radius-1 neighbours of the first N seeds instead of random configs.  Off: a
+# candidate fix for matmul's time ratio (2.3-3.4x, session 17), where the random pad's tiles
+# ran for up to 853 ms a call and the first population took 25-49 s of seeded's 63-112 s.
+# Not yet measured on the GPU; try it with bench/seeded_variant.py
+# (--set first_population.seed_neighbours=2).
+FIRST_POPULATION = {"seed_neighbours": 0}
 CUDAGRAPH_ENV = "HELION_BENCHMARK_CUDAGRAPH"
 
 
@@ -226,7 +235,8 @@ def search_limits() -> dict[str, Any]:
                         "top_k": FAST_FINISH_TOP_K, "target_ms": FAST_FINISH_TARGET_MS}}
     # The optional candidates only when on: off is the search every stored record already ran,
     # so adding their keys at 0 would mark them all as another search and rerun them for nothing.
-    for name, table in (("polish", POLISH), ("seed_variants", SEED_VARIANTS), ("search_clock", SEARCH_CLOCK)):
+    for name, table in (("polish", POLISH), ("seed_variants", SEED_VARIANTS), ("search_clock", SEARCH_CLOCK),
+                        ("first_population", FIRST_POPULATION)):
         on = {k: v for k, v in table.items() if v > 0}
         if on:
             limits[name] = on
@@ -258,6 +268,7 @@ class SeededStrategy:
             search.set_best_available_seed_configs(seeds)
             finish = fast_finish(search)
             polish = bound_polish(search, POLISH["max_neighbors"])
+            first = pad_with_seed_neighbours(search, seeds, FIRST_POPULATION["seed_neighbours"])
             outcome = run_search(search, budget.max_configs)
         if AS_SHIPPED["finalists"] > 0:
             start = time.perf_counter()
@@ -273,5 +284,7 @@ class SeededStrategy:
             outcome.extra["fast_finish"] = finish
         if polish:
             outcome.extra["polish"] = polish
+        if first:
+            outcome.extra["first_population"] = first
         outcome.extra.update(clock)
         return outcome
