@@ -106,6 +106,7 @@ def limits_differ(made: dict[str, Any] | None, today: dict[str, Any]) -> list[st
 
 
 def is_other_search(label: str) -> bool:
+    """Whether a report label names an older search's group (its keys vary, so match the fixed part)."""
     return OTHER_SEARCH in label
 
 

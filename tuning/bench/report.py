@@ -8,8 +8,7 @@ from typing import Any
 
 from . import BASELINE
 from .compare import (BAR_LATENCY_GEOMEAN, BAR_TIME_RATIO, BAR_WORST_LATENCY, OTHER_SEARCH, analyse, coverage, display_name,
-                      is_other_search,
-                      seeds_label, summary_json)
+                      is_other_search, seeds_label, summary_json)
 from .roofline import best_peaks, fraction
 from .store import Store
 
