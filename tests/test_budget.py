@@ -274,7 +274,7 @@ def test_seeded_fast_finish_reaches_helions_search_and_yields_to_helion_env(
 
 
 def test_hybrid_second_stage_finishes_as_seeded_does(pallas_env: None, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Hybrid's stage 2 is seeded's search, so it gets seeded's fast finish too, and its own random configs.
+    """Hybrid's stage 2 is seeded's search, so it gets seeded's fast finish and seed variants too, and its own random configs.
 
     On the H200 (session 13) it kept Helion's 60 s compile timeout and 30 s floor, and
     re-drew (and re-benchmarked) stage 1's random configs from the same seed.
@@ -315,6 +315,26 @@ def test_hybrid_second_stage_finishes_as_seeded_does(pallas_env: None, monkeypat
         own = first_draws(stage2)
         assert own != plain  # another stream (tinypkg's space is small, so single configs may still coincide)
         assert first_draws(search._make_second_stage_search(seeded=True)) == own  # and still deterministic
+
+        # Seeds: the LLM's best, the known configs, then seeded's seed variants of them (pid types
+        # on; forced to two layouts here, as tinypkg's Pallas space offers only one), as seeded would.
+        import helion
+
+        from tuning.strategies import seeded
+        from tuning.strategies.llm import _hybrid_limits
+
+        monkeypatch.setattr(stage2.config_spec, "allowed_pid_types", ("flat", "persistent_blocked"))
+        llm_best = {**_default_config(), "pid_type": "flat"}
+        known = {**llm_best, "block_sizes": [16, 128]}
+        search.kiln_seeds = [helion.Config(**known)]
+        search._inject_seed_into_second_stage(stage2, helion.Config(**llm_best))
+        handed = [dict(c) for c in stage2._best_available_seed_configs]
+        assert handed == [llm_best, known, {**llm_best, "pid_type": "persistent_blocked"}]
+        assert search.kiln_seed_variants == 1
+        # The limits hybrid records claim only what its stage 2 applies.
+        assert _hybrid_limits()["seed_variants"] == seeded.search_limits()["seed_variants"]
+        monkeypatch.setitem(seeded.POLISH, "max_neighbors", 24)
+        assert "polish" in seeded.search_limits() and "polish" not in _hybrid_limits()
     finally:
         bound.settings.autotune_compile_timeout = before  # tune_case restores it in a build; here by hand
 

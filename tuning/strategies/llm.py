@@ -175,6 +175,7 @@ def _search_classes() -> tuple[type, type]:
             self.kiln_max_configs = kiln_max_configs
             self.kiln_llm_search: Any = None
             self.kiln_fast_finish: dict[str, Any] = {}
+            self.kiln_seed_variants = 0
 
         def _make_llm_search(self) -> Any:
             search = KilnLLMGuidedSearch(
@@ -205,10 +206,20 @@ def _search_classes() -> tuple[type, type]:
 
         def _inject_seed_into_second_stage(self, second_stage_search: Any, llm_seed_config: Any,
                                            llm_search: Any = None) -> None:
+            import helion
+
+            from .seeded import with_seed_variants
+
             super()._inject_seed_into_second_stage(second_stage_search, llm_seed_config, llm_search)
-            if self.kiln_seeds and hasattr(second_stage_search, "set_best_available_seed_configs"):
-                extra = [c for c in self.kiln_seeds if c != llm_seed_config]
-                second_stage_search.set_best_available_seed_configs([llm_seed_config, *extra])
+            if not (self._second_stage_supports_best_available_handoff
+                    and hasattr(second_stage_search, "set_best_available_seed_configs")):
+                return
+            # The LLM's best leads, then the known configs, then seeded's seed variants of them:
+            # stage 2 starts as seeded would from those seeds (and records seeded's limits).
+            given = [dict(llm_seed_config), *(dict(c) for c in self.kiln_seeds if c != llm_seed_config)]
+            seeds = with_seed_variants(given, second_stage_search.config_spec)
+            self.kiln_seed_variants = len(seeds) - len(given)
+            second_stage_search.set_best_available_seed_configs([helion.Config(**s) for s in seeds])
 
     return KilnLLMGuidedSearch, KilnLLMSeededLFBOTreeSearch
 
@@ -286,9 +297,12 @@ class LlmStrategy:
 def _hybrid_limits() -> dict[str, Any]:
     from .seeded import search_limits
 
-    # Stage 2 is seeded's search (WITH_SEEDS); since session 13 with seeded's fast finish and
-    # random configs of its own (the key marks hybrid records made before then as another search).
-    return {**search_limits(), "stage2": {"fast_finish": True, "own_random_stream": True}}
+    # Stage 2 is seeded's search (WITH_SEEDS and its seed variants); since session 13 with seeded's
+    # fast finish and random configs of its own (the key marks hybrid records made before then as
+    # another search).  seeded's polish width, search clock and first population are not applied
+    # to stage 2, so their keys (present only when on) are left out rather than claimed.
+    limits = {k: v for k, v in search_limits().items() if k not in ("polish", "search_clock", "first_population")}
+    return {**limits, "stage2": {"fast_finish": True, "own_random_stream": True}}
 
 
 class HybridStrategy:
@@ -322,6 +336,8 @@ class HybridStrategy:
         if "fallback" in outcome.extra:
             return outcome
         outcome.extra["seeds"] = len(seeds)
+        if search.kiln_seed_variants:
+            outcome.extra["seed_variants"] = search.kiln_seed_variants
         if search.kiln_fast_finish:
             outcome.extra["fast_finish"] = search.kiln_fast_finish
         breakdown = getattr(search, "hybrid_stage_breakdown", None) or {}

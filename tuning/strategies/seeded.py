@@ -192,6 +192,18 @@ def reduction_loop_variants(seeds: Sequence[dict[str, Any]], size_hints: Sequenc
     return _with_variants(seeds, count, rolled)
 
 
+def with_seed_variants(seeds: Sequence[dict[str, Any]], config_spec: Any) -> list[dict[str, Any]]:
+    """``seeds`` plus the ``SEED_VARIANTS`` that are on, for this kernel's config space.
+
+    One place for both searches that start from known seeds: ``seeded`` and ``hybrid``'s
+    stage 2 (whose first seed is the LLM's best), so the limits both record hold for both.
+    """
+    allowed = tuple(getattr(config_spec, "allowed_pid_types", ()))
+    axes = [spec.size_hint for spec in getattr(config_spec, "reduction_loops", ())]
+    out = pid_type_variants(seeds, allowed, SEED_VARIANTS["pid_types"])
+    return reduction_loop_variants(out, axes, SEED_VARIANTS["reduction_loops"])  # the first seeds lead both
+
+
 def fast_finish(search: Any) -> dict[str, Any]:
     """Apply seeded's fast finish to one Helion search; return what was applied (for provenance).
 
@@ -254,12 +266,8 @@ class SeededStrategy:
 
         apply_budget_settings(bound_kernel, budget)
         kwargs = search_kwargs(LFBOTreeSearch, bound_kernel, budget)
-        allowed = tuple(getattr(bound_kernel.config_spec, "allowed_pid_types", ()))
         given = len(context.seeds)
-        axes = [spec.size_hint for spec in getattr(bound_kernel.config_spec, "reduction_loops", ())]
-        variants = pid_type_variants(context.seeds, allowed, SEED_VARIANTS["pid_types"])
-        variants = reduction_loop_variants(variants, axes, SEED_VARIANTS["reduction_loops"])  # the first seeds lead both
-        seeds = [helion.Config(**s) for s in variants]
+        seeds = [helion.Config(**s) for s in with_seed_variants(context.seeds, bound_kernel.config_spec)]
         kwargs.update(reduced_limits(budget, WITH_SEEDS if seeds else COMPILER_SEEDS_ONLY))
         kwargs["initial_population_strategy"] = InitialPopulationStrategy.FROM_BEST_AVAILABLE
         kwargs["best_available_pad_random"] = True
