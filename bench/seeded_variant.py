@@ -32,8 +32,7 @@ def apply(settings: list[str]) -> dict[str, dict[str, int]]:
     from tuning.strategies import seeded
 
     tables = {"with_seeds": seeded.WITH_SEEDS, "compiler_seeds_only": seeded.COMPILER_SEEDS_ONLY,
-              "as_shipped": seeded.AS_SHIPPED, "polish": seeded.POLISH, "seed_variants": seeded.SEED_VARIANTS,
-              "search_clock": seeded.SEARCH_CLOCK, "first_population": seeded.FIRST_POPULATION}
+              "as_shipped": seeded.AS_SHIPPED, **seeded.option_tables()}
     for item in settings:
         target, _, value = item.partition("=")
         table, _, key = target.partition(".")

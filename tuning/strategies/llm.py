@@ -299,10 +299,9 @@ def _hybrid_limits() -> dict[str, Any]:
 
     # Stage 2 is seeded's search (WITH_SEEDS and its seed variants); since session 13 with seeded's
     # fast finish and random configs of its own (the key marks hybrid records made before then as
-    # another search).  seeded's polish width, search clock and first population are not applied
-    # to stage 2, so their keys (present only when on) are left out rather than claimed.
-    limits = {k: v for k, v in search_limits().items() if k not in ("polish", "search_clock", "first_population")}
-    return {**limits, "stage2": {"fast_finish": True, "own_random_stream": True}}
+    # another search).  Of seeded's optional candidates stage 2 applies only the seed variants,
+    # so only those are claimed.
+    return {**search_limits(options=("seed_variants",)), "stage2": {"fast_finish": True, "own_random_stream": True}}
 
 
 class HybridStrategy:

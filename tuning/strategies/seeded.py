@@ -125,6 +125,7 @@ REDUCTION_LOOP_MIN = 8  # Helion's smallest reduction loop chunk (ReductionLoopS
 # rms_norm@small 1.1038 against lfbo, worse than the search without it (1.0146), so it stays
 # off; try it with bench/seeded_variant.py (--set search_clock.cudagraph=1).
 SEARCH_CLOCK = {"cudagraph": 0}
+CUDAGRAPH_ENV = "HELION_BENCHMARK_CUDAGRAPH"
 
 # First population (first_population.py): ``seed_neighbours`` = N pads the first population
 # with Helion's radius-1 neighbours of the first N seeds instead of random configs.  Off: a
@@ -133,7 +134,6 @@ SEARCH_CLOCK = {"cudagraph": 0}
 # Not yet measured on the GPU; try it with bench/seeded_variant.py
 # (--set first_population.seed_neighbours=2).
 FIRST_POPULATION = {"seed_neighbours": 0}
-CUDAGRAPH_ENV = "HELION_BENCHMARK_CUDAGRAPH"
 
 
 @contextlib.contextmanager
@@ -234,11 +234,19 @@ def reduced_limits(budget: Budget, limits: dict[str, int]) -> dict[str, int]:
     return {k: (getattr(budget, k, None) if getattr(budget, k, None) is not None else v) for k, v in limits.items()}
 
 
-def search_limits() -> dict[str, Any]:
+def option_tables() -> dict[str, dict[str, int]]:
+    """seeded's optional candidate tables by name, read when called (tests and variants may swap them)."""
+    return {"polish": POLISH, "seed_variants": SEED_VARIANTS, "search_clock": SEARCH_CLOCK,
+            "first_population": FIRST_POPULATION}
+
+
+def search_limits(options: Sequence[str] | None = None) -> dict[str, Any]:
     """Everything that shapes seeded's search besides the budget, for a record's provenance.
 
     ``kiln bench`` stores it with each result and reruns a result made under
     other limits, so a changed search is never judged by an old one's numbers.
+    ``options``: the optional candidates the search applies, all by default (``hybrid``'s
+    stage 2 applies only the seed variants, so it names just those).
     """
     limits: dict[str, Any] = {
         "with_seeds": WITH_SEEDS, "compiler_seeds_only": COMPILER_SEEDS_ONLY, "as_shipped": AS_SHIPPED,
@@ -247,9 +255,9 @@ def search_limits() -> dict[str, Any]:
                         "top_k": FAST_FINISH_TOP_K, "target_ms": FAST_FINISH_TARGET_MS}}
     # The optional candidates only when on: off is the search every stored record already ran,
     # so adding their keys at 0 would mark them all as another search and rerun them for nothing.
-    for name, table in (("polish", POLISH), ("seed_variants", SEED_VARIANTS), ("search_clock", SEARCH_CLOCK),
-                        ("first_population", FIRST_POPULATION)):
-        on = {k: v for k, v in table.items() if v > 0}
+    tables = option_tables()
+    for name in tables if options is None else options:
+        on = {k: v for k, v in tables[name].items() if v > 0}
         if on:
             limits[name] = on
     return limits
