@@ -440,7 +440,8 @@ def test_bounded_polish_benchmarks_only_the_picked_neighbours(pallas_env: None, 
     assert seeded.search_limits()["polish"] == {"max_neighbors": 24}
 
 
-def _tiny_seeded_tune(monkeypatch: pytest.MonkeyPatch, on_seeds: Callable[[list[Any]], None]) -> tuple[Any, Any]:
+def _tiny_seeded_tune(monkeypatch: pytest.MonkeyPatch, on_seeds: Callable[[list[Any]], None],
+                     seeds: tuple[dict[str, Any], ...] | None = None) -> tuple[Any, Any]:
     """A real seeded tune of tinypkg, small enough for the CPU: (case, lock entry).
 
     ``on_seeds`` sees the seed configs handed to Helion's search, as the search is built.
@@ -458,7 +459,7 @@ def _tiny_seeded_tune(monkeypatch: pytest.MonkeyPatch, on_seeds: Callable[[list[
 
     monkeypatch.setattr(LFBOTreeSearch, "set_best_available_seed_configs", record)
     case = _case()
-    context = TuneContext(case.kernel_id, case.spec.name, seeds=(_default_config(),))
+    context = TuneContext(case.kernel_id, case.spec.name, seeds=seeds or (_default_config(),))
     small = Budget(effort="quick", initial_population=2, max_generations=1, polish_rounds=1, max_configs=3)
     return case, tune_case(case, seeded.SeededStrategy(), small, "cpu", _dev(), context)
 
@@ -526,6 +527,68 @@ def test_reduction_loop_variants_roll_a_whole_axis_at_a_half_and_a_quarter(monke
     assert "reduction_loops" not in seeded.search_limits()["seed_variants"]
     monkeypatch.setitem(seeded.SEED_VARIANTS, "reduction_loops", 1)
     assert seeded.search_limits()["seed_variants"] == {"pid_types": 1, "reduction_loops": 1}
+
+
+def test_a_seed_from_another_shape_is_placed_on_this_shapes_space_not_fatal() -> None:
+    """Seeds that Helion's first population cannot take are repaired or left out, never fatal.
+
+    H200, session 19: softmax@small's seeds included the large shape's pick, which rolls the
+    row over 8192 columns; small's rows are 1024, and Helion 1.5.0's best-available transfer
+    lets that InvalidConfig end the search.  On softmax@small's real config space (bound on
+    the CPU, no compile): Helion's own first population raises on the raw seed, and takes
+    the transferred ones.
+    """
+    import helion
+    import torch
+    from helion.autotuner import LFBOTreeSearch
+    from helion.autotuner.pattern_search import InitialPopulationStrategy
+    from helion.exc import InvalidConfig
+
+    from model_kernels.softmax import softmax
+    from tuning.strategies.seed_transfer import transfer_seeds, whole_reductions
+
+    x = torch.empty(4096, 1024, dtype=torch.bfloat16)
+    bound = softmax.bind((x,))
+
+    def search() -> Any:
+        return LFBOTreeSearch(bound, (x,), initial_population_strategy=InitialPopulationStrategy.FROM_BEST_AVAILABLE,
+                              best_available_pad_random=False)
+
+    default = dict(bound.config_spec.default_config())
+    from_large = {**default, "block_sizes": [2], "num_warps": 16, "reduction_loops": [8192]}
+    broken = {**default, "pid_type": "not_a_layout"}  # nothing to repair: left out
+    raw = search()
+    raw.set_best_available_seed_configs([helion.Config(**from_large)])
+    with pytest.raises(InvalidConfig, match="reduction loop"):  # Helion's own transfer, unguarded
+        raw._generate_best_available_population_flat()
+
+    assert whole_reductions(from_large, [1024]) == {**from_large, "reduction_loops": [None]}
+    assert whole_reductions(default, [1024]) is None and whole_reductions({"block_sizes": [1]}, [1024]) is None
+    s = search()
+    logged: list[str] = []
+    placed = transfer_seeds([from_large, broken, default], bound.config_spec, s.config_gen, logged.append)
+    assert [c.config["reduction_loops"] for c in placed.configs] == [[None], [None]]
+    assert placed.configs[0].config["num_warps"] == 16  # the rest of the seed is kept
+    assert len(placed.repaired) == 1 and "[8192] -> [None]" in placed.repaired[0]
+    assert len(placed.dropped) == 1 and placed.dropped[0].startswith("seed 2: does not fit this shape's config space (InvalidConfig: ") and "not_a_layout" in placed.dropped[0]
+    assert logged == [f"kiln: repaired {placed.repaired[0]}", f"kiln: left out {placed.dropped[0]}"]
+    assert placed.provenance() == {"repaired": placed.repaired, "dropped": placed.dropped}
+    s.set_best_available_seed_configs(placed.configs)
+    first = [s.config_gen.unflatten(f) for f in s._generate_best_available_population_flat()]
+    assert placed.configs[0] in first  # after any compiler seeds of Helion's own
+
+
+def test_seeded_tunes_on_when_a_seed_does_not_fit(pallas_env: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Through seeded's own tune (tinypkg, Pallas interpret): a seed Helion cannot take is left
+    out before the search sees it, the search runs, and the lock entry says what was left out."""
+    seen: list[list[Any]] = []
+    bad = {**_default_config(), "block_sizes": [32, 128, 64]}  # a block size too many for this kernel
+    _, entry = _tiny_seeded_tune(monkeypatch, seen.append, seeds=(_default_config(), bad))
+    assert len(seen) == 1 and seen[0] and all(len(c.config["block_sizes"]) == 2 for c in seen[0])
+    assert entry.provenance["seeds"] == 2
+    dropped = entry.provenance["seed_transfer"]["dropped"]
+    assert dropped == ["seed 2: does not fit this shape's config space (AssertionError)"]
+    assert "repaired" not in entry.provenance["seed_transfer"]
 
 
 def test_search_clock_sets_helions_cudagraph_switch_only_while_seeded_searches(

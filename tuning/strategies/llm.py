@@ -176,6 +176,7 @@ def _search_classes() -> tuple[type, type]:
             self.kiln_llm_search: Any = None
             self.kiln_fast_finish: dict[str, Any] = {}
             self.kiln_seed_variants = 0
+            self.kiln_seed_transfer: dict[str, Any] = {}
 
         def _make_llm_search(self) -> Any:
             search = KilnLLMGuidedSearch(
@@ -206,8 +207,7 @@ def _search_classes() -> tuple[type, type]:
 
         def _inject_seed_into_second_stage(self, second_stage_search: Any, llm_seed_config: Any,
                                            llm_search: Any = None) -> None:
-            import helion
-
+            from .seed_transfer import transfer_seeds
             from .seeded import with_seed_variants
 
             super()._inject_seed_into_second_stage(second_stage_search, llm_seed_config, llm_search)
@@ -219,7 +219,10 @@ def _search_classes() -> tuple[type, type]:
             given = [dict(llm_seed_config), *(dict(c) for c in self.kiln_seeds if c != llm_seed_config)]
             seeds = with_seed_variants(given, second_stage_search.config_spec)
             self.kiln_seed_variants = len(seeds) - len(given)
-            second_stage_search.set_best_available_seed_configs([helion.Config(**s) for s in seeds])
+            placed = transfer_seeds(seeds, second_stage_search.config_spec, second_stage_search.config_gen,
+                                    second_stage_search.log)
+            self.kiln_seed_transfer = placed.provenance()
+            second_stage_search.set_best_available_seed_configs(placed.configs)
 
     return KilnLLMGuidedSearch, KilnLLMSeededLFBOTreeSearch
 
@@ -337,6 +340,8 @@ class HybridStrategy:
         outcome.extra["seeds"] = len(seeds)
         if search.kiln_seed_variants:
             outcome.extra["seed_variants"] = search.kiln_seed_variants
+        if search.kiln_seed_transfer:
+            outcome.extra["seed_transfer"] = search.kiln_seed_transfer
         if search.kiln_fast_finish:
             outcome.extra["fast_finish"] = search.kiln_fast_finish
         breakdown = getattr(search, "hybrid_stage_breakdown", None) or {}

@@ -23,6 +23,7 @@ from .base import Budget, TuneContext, TuneOutcome
 from .first_population import pad_with_seed_neighbours
 from .lfbo import apply_budget_settings, run_search, search_kwargs
 from .polish import bound_polish
+from .seed_transfer import transfer_seeds
 
 # Search limits.  Explicit budget keys win.  Both tables are Helion's quick profile
 # (initial_population 30, copies 2, max_generations 5, polish_rounds 10), the
@@ -268,19 +269,20 @@ class SeededStrategy:
     limits = staticmethod(search_limits)
 
     def tune(self, bound_kernel: Any, args: Sequence[object], budget: Budget, context: TuneContext) -> TuneOutcome:
-        import helion
         from helion.autotuner import LFBOTreeSearch
         from helion.autotuner.pattern_search import InitialPopulationStrategy
 
         apply_budget_settings(bound_kernel, budget)
         kwargs = search_kwargs(LFBOTreeSearch, bound_kernel, budget)
         given = len(context.seeds)
-        seeds = [helion.Config(**s) for s in with_seed_variants(context.seeds, bound_kernel.config_spec)]
-        kwargs.update(reduced_limits(budget, WITH_SEEDS if seeds else COMPILER_SEEDS_ONLY))
+        variants = with_seed_variants(context.seeds, bound_kernel.config_spec)
+        kwargs.update(reduced_limits(budget, WITH_SEEDS if variants else COMPILER_SEEDS_ONLY))
         kwargs["initial_population_strategy"] = InitialPopulationStrategy.FROM_BEST_AVAILABLE
         kwargs["best_available_pad_random"] = True
         with search_clock(SEARCH_CLOCK["cudagraph"]) as clock:
             search = LFBOTreeSearch(bound_kernel, args, **kwargs)
+            placed = transfer_seeds(variants, bound_kernel.config_spec, search.config_gen, search.log)
+            seeds = placed.configs
             search.set_best_available_seed_configs(seeds)
             finish = fast_finish(search)
             polish = bound_polish(search, POLISH["max_neighbors"])
@@ -294,8 +296,10 @@ class SeededStrategy:
             outcome = dataclasses.replace(outcome, config=config, seconds=outcome.seconds + time.perf_counter() - start)
             outcome.extra["as_shipped"] = measured
         outcome.extra["seeds"] = given
-        if len(seeds) > given:
-            outcome.extra["seed_variants"] = len(seeds) - given
+        if len(variants) > given:
+            outcome.extra["seed_variants"] = len(variants) - given
+        if placed.provenance():
+            outcome.extra["seed_transfer"] = placed.provenance()
         if finish:
             outcome.extra["fast_finish"] = finish
         if polish:
