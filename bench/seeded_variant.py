@@ -1,7 +1,7 @@
 """Run `kiln bench` with `seeded`'s search limits changed, to measure a candidate search before adopting it.
 
 Why a wrapper and not a setting: the limits (tuning/strategies/seeded.py: WITH_SEEDS,
-COMPILER_SEEDS_ONLY, AS_SHIPPED, POLISH, SEED_VARIANTS, SEARCH_CLOCK, FIRST_POPULATION) are the strategy's design, not a user knob; trying a new design
+COMPILER_SEEDS_ONLY, AS_SHIPPED, and the optional tables of seeded.option_tables()) are the strategy's design, not a user knob; trying a new design
 should not add one.  The bench records `strategy_limits` with every result, so the
 variant's records say exactly which search made them, and the committed table never
 mixes them with today's `seeded` (run variants on a copy of the store).
@@ -63,7 +63,8 @@ def main(argv: list[str] | None = None) -> int:
     ours, kiln = (argv[: argv.index("--")], argv[argv.index("--") + 1:]) if "--" in argv else (argv, [])
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--set", action="append", default=[], metavar="TABLE.KEY=INT",
-                    help="e.g. with_seeds.copies=2 (tables: with_seeds, compiler_seeds_only, as_shipped, polish, seed_variants, search_clock)")
+                    help="e.g. with_seeds.copies=2 (tables: with_seeds, compiler_seeds_only, as_shipped, and seeded.option_tables(): "
+                         "polish, seed_variants, search_clock, first_population, small_kernel_finish)")
     ns = ap.parse_args(ours)
     if not kiln:
         ap.error("give the kiln command after --, e.g. -- bench --cases ... --store ...")

@@ -378,6 +378,32 @@ def test_seeded_ranks_its_finalists_as_shipped_when_asked(pallas_env: None, monk
     assert entry.provenance["seconds"] >= info["seconds"]  # the last choice is counted as tuning time
 
 
+def test_small_kernel_finish_retimes_finalists_only_under_its_threshold(pallas_env: None,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """seeded's optional small-kernel finish (off by default): the as-shipped last choice, only
+    for a kernel whose search read its best under the threshold; unfaked on Pallas interpret."""
+    from tuning.strategies import seeded
+
+    assert seeded.shipped_finalists(0.001) == (0, "") and "small_kernel_finish" not in seeded.search_limits()
+    monkeypatch.setitem(seeded.SMALL_KERNEL_FINISH, "finalists", 3)
+    assert seeded.search_limits()["small_kernel_finish"] == {"finalists": 3, "below_ms": seeded.SMALL_KERNEL_BELOW_MS}
+    assert seeded.shipped_finalists(seeded.SMALL_KERNEL_BELOW_MS) == (0, "")  # at or over: finishes as today
+    count, why = seeded.shipped_finalists(0.0074)
+    assert count == 3 and why.startswith("small kernel: search best 0.007400 ms <")
+    monkeypatch.setitem(seeded.AS_SHIPPED, "finalists", 5)  # the every-kernel switch wins where both are on
+    assert seeded.shipped_finalists(0.0074) == (5, "every kernel (as_shipped)")
+    monkeypatch.setitem(seeded.AS_SHIPPED, "finalists", 0)
+    monkeypatch.setitem(seeded.AS_SHIPPED, "rounds", 1)
+
+    monkeypatch.setattr(seeded, "SMALL_KERNEL_BELOW_MS", 1e9)  # tinypkg on a CPU reads milliseconds: under it
+    _, entry = _tiny_seeded_tune(monkeypatch, lambda configs: None)
+    info = entry.provenance["as_shipped"]
+    assert info["why"].startswith("small kernel") and 1 <= info["finalists"] <= 3 and info["chosen_ms"] == min(info["timed_ms"])
+    monkeypatch.setattr(seeded, "SMALL_KERNEL_BELOW_MS", 0.0)  # over it: no last choice
+    _, entry = _tiny_seeded_tune(monkeypatch, lambda configs: None)
+    assert "as_shipped" not in entry.provenance
+
+
 def test_bounded_polish_benchmarks_only_the_picked_neighbours(pallas_env: None, monkeypatch: pytest.MonkeyPatch) -> None:
     """seeded's optional polish width (off by default): each round benchmarks only what the surrogate picks.
 
