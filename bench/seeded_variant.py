@@ -1,7 +1,7 @@
 """Run `kiln bench` with `seeded`'s search limits changed, to measure a candidate search before adopting it.
 
 Why a wrapper and not a setting: the limits (tuning/strategies/seeded.py: WITH_SEEDS,
-COMPILER_SEEDS_ONLY, AS_SHIPPED, and the optional tables of seeded.option_tables()) are the strategy's design, not a user knob; trying a new design
+COMPILER_SEEDS_ONLY, AS_SHIPPED, FAST_FINISH, and the optional tables of seeded.option_tables()) are the strategy's design, not a user knob; trying a new design
 should not add one.  The bench records `strategy_limits` with every result, so the
 variant's records say exactly which search made them, and the committed table never
 mixes them with today's `seeded` (run variants on a copy of the store).
@@ -32,7 +32,7 @@ def apply(settings: list[str]) -> dict[str, dict[str, int]]:
     from tuning.strategies import seeded
 
     tables = {"with_seeds": seeded.WITH_SEEDS, "compiler_seeds_only": seeded.COMPILER_SEEDS_ONLY,
-              "as_shipped": seeded.AS_SHIPPED, **seeded.option_tables()}
+              "as_shipped": seeded.AS_SHIPPED, "fast_finish": seeded.FAST_FINISH, **seeded.option_tables()}
     for item in settings:
         target, _, value = item.partition("=")
         table, _, key = target.partition(".")
@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     ours, kiln = (argv[: argv.index("--")], argv[argv.index("--") + 1:]) if "--" in argv else (argv, [])
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--set", action="append", default=[], metavar="TABLE.KEY=INT",
-                    help="e.g. with_seeds.copies=2 (tables: with_seeds, compiler_seeds_only, as_shipped, and seeded.option_tables(): "
+                    help="e.g. with_seeds.copies=2 (tables: with_seeds, compiler_seeds_only, as_shipped, fast_finish, and seeded.option_tables(): "
                          "polish, seed_variants, search_clock, first_population, small_kernel_finish)")
     ns = ap.parse_args(ours)
     if not kiln:

@@ -136,8 +136,10 @@ def test_seeded_variant_changes_the_search_and_the_records_say_so(tmp_path: Path
 
     monkeypatch.setattr(seeded_mod, "WITH_SEEDS", dict(seeded_mod.WITH_SEEDS))
     monkeypatch.setattr(seeded_mod, "COMPILER_SEEDS_ONLY", dict(seeded_mod.COMPILER_SEEDS_ONLY))
-    apply(["with_seeds.copies=3", "compiler_seeds_only.initial_population=40"])
+    monkeypatch.setattr(seeded_mod, "FAST_FINISH", dict(seeded_mod.FAST_FINISH))
+    apply(["with_seeds.copies=3", "compiler_seeds_only.initial_population=40", "fast_finish.adaptive_timeout_floor_s=5"])
     assert seeded_mod.WITH_SEEDS["copies"] == 3 and seeded_mod.COMPILER_SEEDS_ONLY["initial_population"] == 40
+    assert seeded_mod.search_limits()["fast_finish"]["adaptive_timeout_floor_s"] == 5
     opts = BenchOptions(tmp_path, {}, None, ["seeded"], tmp_path / "store.json")
     store = run_bench(opts, log=lambda m: None, engine=_fake_engine([_case("pkg.m:k", "s")], FakeTune(), []))
     (run_doc,) = store.doc["runs"].values()

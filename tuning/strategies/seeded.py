@@ -54,7 +54,7 @@ COMPILER_SEEDS_ONLY = {"initial_population": 30, "copies": 2, "max_generations":
 # 4 finalists for 1 s each and gives up on a compile after 20 s.  Each value yields
 # to its HELION_* variable when that is set, so Helion's own behaviour is one
 # environment away (and measurable against this one in the same run).
-FAST_FINISH_COMPILE_TIMEOUT_S = 20
+# ``compile_timeout_s`` = 20.
 # After the initial population Helion sets the compile timeout to the 90th percentile of
 # the compile times it saw, but never below 30 s (effort_profile.py), so under the 20 s
 # cap above every compile that hangs still costs its generation 20 s.  In the session-12
@@ -64,10 +64,15 @@ FAST_FINISH_COMPILE_TIMEOUT_S = 20
 # compile slower.  Session 13's table run (bench/logs/table_session13) shows it applied on
 # rms_norm and softmax ("Adaptive compile timeout: 10s ... bounds=[10s, 20s]"), where seeded
 # tuned 5.8-6.2x faster than lfbo; what it saves on attention is not yet measured (estimated
-# from the session-12 logs, 10 s per such generation: 3.2x -> 3.6x).
-FAST_FINISH_ADAPTIVE_TIMEOUT_FLOOR_S = 10
-FAST_FINISH_TOP_K = 4
-FAST_FINISH_TARGET_MS = 1000.0
+# from the session-12 logs, 10 s per such generation: 3.2x -> 3.6x).  ``adaptive_timeout_floor_s`` = 10.
+# Session 19's table (bench/logs/table_session19, 13 seeded searches of 54-110 s): the 90th
+# percentile compile was 0.4-3.8 s on 11 of them, yet 5 first populations waited once on a
+# compile until the 20 s cap and 5 searches waited 10 s on one in 1-2 generations each.  A cap
+# of 10 s and a floor of 5 s would have saved 5-20 s on 8 of the 13 (estimated from the log
+# timestamps, not measured; a compile that needs 5-20 s and would have won is the risk; swiglu
+# medium's 90th percentile was the full 20 s).  Try it with bench/seeded_variant.py
+# (--set fast_finish.compile_timeout_s=10 --set fast_finish.adaptive_timeout_floor_s=5).
+FAST_FINISH: dict[str, float] = {"compile_timeout_s": 20, "adaptive_timeout_floor_s": 10, "top_k": 4, "target_ms": 1000.0}
 
 # Last choice as shipped (as_shipped.py): re-time the search's best few configs compiled
 # as the wheel runs them and keep the fastest.  Off (0 finalists): measured on the H200
@@ -239,19 +244,21 @@ def fast_finish(search: Any) -> dict[str, Any]:
     applied: dict[str, Any] = {}
     settings = search.settings
     if "HELION_AUTOTUNE_COMPILE_TIMEOUT" not in os.environ:
-        settings.autotune_compile_timeout = min(settings.autotune_compile_timeout, FAST_FINISH_COMPILE_TIMEOUT_S)
+        settings.autotune_compile_timeout = min(settings.autotune_compile_timeout, int(FAST_FINISH["compile_timeout_s"]))
         applied["compile_timeout_s"] = settings.autotune_compile_timeout
     if "HELION_AUTOTUNE_ADAPTIVE_TIMEOUT" not in os.environ:
         # Read by Helion when it adapts the timeout after the initial population.
         search.compile_timeout_lower_bound = min(search.compile_timeout_lower_bound,
-                                                 FAST_FINISH_ADAPTIVE_TIMEOUT_FLOOR_S)
+                                                 int(FAST_FINISH["adaptive_timeout_floor_s"]))
         applied["adaptive_timeout_floor_s"] = search.compile_timeout_lower_bound
     if "HELION_AUTOTUNE_FINAL_REBENCHMARK_TOP_K" not in os.environ:
-        search._final_rebenchmark_top_k = lambda: FAST_FINISH_TOP_K
-        applied["final_rebenchmark_top_k"] = FAST_FINISH_TOP_K
+        top_k = int(FAST_FINISH["top_k"])
+        search._final_rebenchmark_top_k = lambda: top_k
+        applied["final_rebenchmark_top_k"] = top_k
     if "HELION_AUTOTUNE_FINAL_REBENCHMARK_TARGET_MS" not in os.environ:
-        search._final_rebenchmark_target_ms = lambda: FAST_FINISH_TARGET_MS
-        applied["final_rebenchmark_target_ms"] = FAST_FINISH_TARGET_MS
+        target_ms = float(FAST_FINISH["target_ms"])
+        search._final_rebenchmark_target_ms = lambda: target_ms
+        applied["final_rebenchmark_target_ms"] = target_ms
     return applied
 
 
@@ -276,9 +283,7 @@ def search_limits(options: Sequence[str] | None = None) -> dict[str, Any]:
     """
     limits: dict[str, Any] = {
         "with_seeds": WITH_SEEDS, "compiler_seeds_only": COMPILER_SEEDS_ONLY, "as_shipped": AS_SHIPPED,
-        "fast_finish": {"compile_timeout_s": FAST_FINISH_COMPILE_TIMEOUT_S,
-                        "adaptive_timeout_floor_s": FAST_FINISH_ADAPTIVE_TIMEOUT_FLOOR_S,
-                        "top_k": FAST_FINISH_TOP_K, "target_ms": FAST_FINISH_TARGET_MS}}
+        "fast_finish": dict(FAST_FINISH)}
     # The optional candidates only when on: off is the search every stored record already ran,
     # so adding their keys at 0 would mark them all as another search and rerun them for nothing.
     tables = option_tables()
