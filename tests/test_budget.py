@@ -592,7 +592,7 @@ def test_a_seed_from_another_shape_is_placed_on_this_shapes_space_not_fatal() ->
     assert whole_reductions(default, [1024]) is None and whole_reductions({"block_sizes": [1]}, [1024]) is None
     s = search()
     logged: list[str] = []
-    placed = transfer_seeds([from_large, broken, default], bound.config_spec, s.config_gen, logged.append)
+    placed = transfer_seeds([from_large, broken, default], s.config_gen, logged.append)
     assert [c.config["reduction_loops"] for c in placed.configs] == [[None], [None]]
     assert placed.configs[0].config["num_warps"] == 16  # the rest of the seed is kept
     assert len(placed.repaired) == 1 and "[8192] -> [None]" in placed.repaired[0]

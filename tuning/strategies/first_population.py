@@ -39,7 +39,7 @@ def pad_with_seed_neighbours(search: Any, seeds: Sequence[Any], leading: int) ->
     """Make ``search``'s first population pad with neighbours of its first ``leading`` seeds, not random configs.
 
     ``seeds`` are the ``helion.Config`` objects handed to the search as best-available
-    seeds.  Returns what was applied, for the record's provenance; ``{}`` when off (0)
+    seeds, each already placed on its config space (``seed_transfer.transfer_seeds``).  Returns what was applied, for the record's provenance; ``{}`` when off (0)
     or when there are no seeds (a cold start has nothing to be near, and keeps the pad).
     """
     if leading <= 0 or not seeds:
@@ -66,13 +66,7 @@ def pad_with_seed_neighbours(search: Any, seeds: Sequence[Any], leading: int) ->
                 return None
 
         seen = {config_of(flat) for flat in population}
-        per_seed: list[list[Any]] = []
-        for config in seeds[:leading]:
-            try:
-                base = gen.flatten(config)
-            except (ValueError, TypeError, KeyError, AssertionError):
-                continue  # a seed Helion could not transfer onto this config space: it was dropped already
-            per_seed.append(PatternSearch._generate_neighbors(self, base))
+        per_seed = [PatternSearch._generate_neighbors(self, gen.flatten(config)) for config in seeds[:leading]]
         added: list[Any] = []
         # Round-robin over the seeds so the first seed's neighbourhood cannot fill every slot.
         for neighbours in itertools.zip_longest(*(spread(n, want) for n in per_seed)):

@@ -219,8 +219,7 @@ def _search_classes() -> tuple[type, type]:
             given = [dict(llm_seed_config), *(dict(c) for c in self.kiln_seeds if c != llm_seed_config)]
             seeds = with_seed_variants(given, second_stage_search.config_spec)
             self.kiln_seed_variants = len(seeds) - len(given)
-            placed = transfer_seeds(seeds, second_stage_search.config_spec, second_stage_search.config_gen,
-                                    second_stage_search.log)
+            placed = transfer_seeds(seeds, second_stage_search.config_gen, second_stage_search.log)
             self.kiln_seed_transfer = placed.provenance()
             second_stage_search.set_best_available_seed_configs(placed.configs)
 

@@ -48,6 +48,11 @@ def _transfer_errors() -> tuple[type[BaseException], ...]:
     return (InvalidConfig, ValueError, TypeError, KeyError, AssertionError)
 
 
+def reduction_axes(config_spec: Any) -> list[int]:
+    """This shape's reduction axis lengths, in ``reduction_loops`` order (Helion's size hints)."""
+    return [spec.size_hint for spec in getattr(config_spec, "reduction_loops", ())]
+
+
 def whole_reductions(seed: dict[str, Any], size_hints: Sequence[int]) -> dict[str, Any] | None:
     """``seed`` with each reduction chunk at least as long as this shape's axis made whole (``None``).
 
@@ -60,17 +65,17 @@ def whole_reductions(seed: dict[str, Any], size_hints: Sequence[int]) -> dict[st
     return None if fixed == loops else {**seed, "reduction_loops": fixed}
 
 
-def transfer_seeds(seeds: Sequence[dict[str, Any]], config_spec: Any, config_gen: Any,
+def transfer_seeds(seeds: Sequence[dict[str, Any]], config_gen: Any,
                    log: Callable[[str], None] = lambda _m: None) -> Transferred:
     """``seeds`` as ``helion.Config``\\ s that Helion can place on ``config_gen``'s space.
 
     ``config_gen`` is the search's own ``ConfigGeneration`` (``search.config_gen``), so
-    the check is the one its first population makes.
+    the check is the one its first population makes, on the config spec it holds.
     """
     import helion
 
     errors = _transfer_errors()
-    sizes = [spec.size_hint for spec in getattr(config_spec, "reduction_loops", ())]
+    sizes = reduction_axes(config_gen.config_spec)
     out = Transferred()
 
     def fits(seed: dict[str, Any]) -> Exception | None:

@@ -23,7 +23,7 @@ from .base import Budget, TuneContext, TuneOutcome
 from .first_population import pad_with_seed_neighbours
 from .lfbo import apply_budget_settings, run_search, search_kwargs
 from .polish import bound_polish
-from .seed_transfer import transfer_seeds
+from .seed_transfer import reduction_axes, transfer_seeds
 
 # Search limits.  Explicit budget keys win.  Both tables are Helion's quick profile
 # (initial_population 30, copies 2, max_generations 5, polish_rounds 10), the
@@ -230,9 +230,8 @@ def with_seed_variants(seeds: Sequence[dict[str, Any]], config_spec: Any) -> lis
     stage 2 (whose first seed is the LLM's best), so the limits both record hold for both.
     """
     allowed = tuple(getattr(config_spec, "allowed_pid_types", ()))
-    axes = [spec.size_hint for spec in getattr(config_spec, "reduction_loops", ())]
     out = pid_type_variants(seeds, allowed, SEED_VARIANTS["pid_types"])
-    return reduction_loop_variants(out, axes, SEED_VARIANTS["reduction_loops"])  # the first seeds lead both
+    return reduction_loop_variants(out, reduction_axes(config_spec), SEED_VARIANTS["reduction_loops"])  # the first seeds lead both
 
 
 def fast_finish(search: Any) -> dict[str, Any]:
@@ -313,7 +312,7 @@ class SeededStrategy:
         kwargs["best_available_pad_random"] = True
         with search_clock(SEARCH_CLOCK["cudagraph"]) as clock:
             search = LFBOTreeSearch(bound_kernel, args, **kwargs)
-            placed = transfer_seeds(variants, bound_kernel.config_spec, search.config_gen, search.log)
+            placed = transfer_seeds(variants, search.config_gen, search.log)
             seeds = placed.configs
             search.set_best_available_seed_configs(seeds)
             finish = fast_finish(search)
@@ -331,8 +330,8 @@ class SeededStrategy:
         outcome.extra["seeds"] = given
         if len(variants) > given:
             outcome.extra["seed_variants"] = len(variants) - given
-        if placed.provenance():
-            outcome.extra["seed_transfer"] = placed.provenance()
+        if transfer := placed.provenance():
+            outcome.extra["seed_transfer"] = transfer
         if finish:
             outcome.extra["fast_finish"] = finish
         if polish:
