@@ -25,27 +25,47 @@ sys.path.insert(0, str(ROOT))
 from tuning.bench.compare import analyse  # noqa: E402
 
 
-def limits_label(limits: dict[str, Any] | None) -> str:
-    """A short, stable name for one search's limits (initial population, copies, generations, as-shipped)."""
+def limit_changes(made: dict[str, Any], today: dict[str, Any], prefix: str = "") -> list[str]:
+    """Every leaf of ``made`` that differs from ``today``, as ``table.key=value`` (sorted)."""
+    changes: list[str] = []
+    for key in sorted(set(made) | set(today)):
+        mine, now = made.get(key), today.get(key)
+        if isinstance(mine, dict) and isinstance(now, dict):
+            changes += limit_changes(mine, now, f"{prefix}{key}.")
+        elif mine != now:
+            changes.append(f"{prefix}{key}=" + ("absent" if key not in made else json.dumps(mine)))
+    return changes
+
+
+def limits_label(limits: dict[str, Any] | None, today: dict[str, Any] | None) -> str:
+    """A stable name for one search: which of its limits differ from today's ``seeded``, value by value.
+
+    Why every leaf: two trials can differ only in a knob nested one table down
+    (``small_kernel_finish.finalists``, ``fast_finish.compile_timeout_s``); a label built
+    from a few chosen keys once put such a trial in the same group as today's search.
+    """
     if not limits:
         return "older search (limits not recorded)"
-    w, c = limits.get("with_seeds", {}), limits.get("compiler_seeds_only", {})
-    fin = (limits.get("as_shipped") or {}).get("finalists", 0)
-    floor = (limits.get("fast_finish") or {}).get("adaptive_timeout_floor_s")
-    return (f"with seeds {w.get('initial_population')}x{w.get('copies')} paths, {w.get('max_generations')} gens; "
-            f"cold {c.get('initial_population')}x{c.get('copies')}; polish {w.get('polish_rounds')}; "
-            f"as-shipped finalists {fin}" + (f"; timeout floor {floor}s" if floor else ""))
+    changes = limit_changes(limits, today or {})
+    return "today's search" if not changes else "today's search but " + ", ".join(changes)
 
 
-def summarise(path: Path, strategy: str = "seeded") -> dict[str, Any]:
-    """Per search that made ``strategy``'s records in the store at ``path``: its limits, per-case ratios, summary."""
+def summarise(path: Path, strategy: str = "seeded", today: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Per search that made ``strategy``'s records in the store at ``path``: its limits, per-case ratios, summary.
+
+    ``today``: the limits labels are read against (default: ``strategy``'s search as built now).
+    """
+    if today is None:
+        from tuning.strategies import strategy_limits
+
+        today = strategy_limits(strategy) or {}
     doc = json.loads(path.read_text())
     groups: dict[str, dict[str, Any]] = {}
 
     def name_of(name: str, rec: dict[str, Any]) -> str:
         if name != strategy:
             return name
-        label = prefix + limits_label(rec.get("strategy_limits"))
+        label = prefix + limits_label(rec.get("strategy_limits"), today)
         groups.setdefault(label, {"limits": rec.get("strategy_limits"), "cases": {}})
         return label
 

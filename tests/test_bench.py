@@ -433,9 +433,11 @@ def test_variant_summary_judges_each_search_on_its_own_records(tmp_path: Path) -
                   for label, st in cases.items()}}}}
     path = tmp_path / "var.json"
     path.write_text(json.dumps(doc))
-    groups = summarise(path)["groups"]
+    groups = summarise(path, today=LIMITS["seeded"])["groups"]
     assert len(groups) == 2
-    (trial,) = [g for g in groups.values() if g["limits"] == wide]
+    # The label names the one nested knob that differs, value and all, so no two trials share a group.
+    trial = groups["today's search but with_seeds.copies=3"]
+    assert trial["limits"] == wide
     assert sorted(trial["cases"]) == ["p.m:a@large", "p.m:a@small"]
     summary = trial["summary"]
     assert summary["geomean_time_ratio"] == pytest.approx(math.sqrt(4 * 2))
@@ -842,3 +844,18 @@ def test_fixed_answers_name_the_kernel_and_never_serve_an_excluded_case(tmp_path
     assert answer("def rms_norm(x, w, eps):") == [{"block_sizes": [1]}, {"block_sizes": [2]}]
     assert answer("def norm(x):") == [{"block_sizes": [9]}]
     assert answer("some other kernel") == []
+
+
+def test_variant_labels_tell_apart_trials_that_differ_one_table_down() -> None:
+    """Session 20's two trials differed from today's search only inside nested tables; each gets its own name."""
+    from bench.variant_summary import limits_label
+
+    today = {"fast_finish": {"compile_timeout_s": 20, "adaptive_timeout_floor_s": 10}, "with_seeds": {"copies": 2}}
+    shorter = {**today, "fast_finish": {"compile_timeout_s": 10, "adaptive_timeout_floor_s": 5}}
+    finish = {**today, "small_kernel_finish": {"finalists": 8}}
+    assert limits_label(today, today) == "today's search"
+    assert limits_label(shorter, today) == (
+        "today's search but fast_finish.adaptive_timeout_floor_s=5, fast_finish.compile_timeout_s=10")
+    assert limits_label(finish, today) == "today's search but small_kernel_finish={\"finalists\": 8}"
+    assert limits_label({"with_seeds": {"copies": 2}}, today) == "today's search but fast_finish=absent"
+    assert limits_label(None, today) == "older search (limits not recorded)"
