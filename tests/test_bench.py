@@ -47,9 +47,11 @@ class FakeTune:
             raise KeyboardInterrupt  # a run stopped mid-way (Ctrl-C, lost machine)
         lfbo = name == "lfbo"
         config = {"block_sizes": [64]} if lfbo else {"block_sizes": [32], "by": f"{name}@{case.spec.name}"}
+        extra = {} if lfbo else {"seeds": len(context.seeds), "as_shipped": {"finalists": 3, "changed": True}}
         return SimpleNamespace(config=config,
                                provenance={"configs_tested": 400 if lfbo else 50, "seconds": 100.0 if lfbo else 25.0,
-                                           "ms": 1.0, "strategy": name})
+                                           "ms": 1.0, "strategy": name, "budget": {"effort": "quick"},
+                                           "versions": {"helion": "1.5.0"}, **extra})
 
 
 def _fake_engine(cases: list[Case], tune: FakeTune, measured: list[dict[str, Any]]) -> Engine:
@@ -107,6 +109,9 @@ def test_store_resume_reuses_baseline_and_source_hash_invalidates(tmp_path: Path
     assert rec["ref_ms"] is None and rec["ref_reason"] == "no fake_ref"
     assert rec["roofline"]["fraction"] is None and rec["roofline"]["reason"] == "fake: no GPU"
     assert rec["trajectory"]["points"] == [[50, 1.0]] and "final point only" in rec["trajectory"]["note"]
+    # What the strategy did (here an as-shipped finish) stays in the record; what the record or the run key
+    # already holds under its own name (budget, versions, configs, seconds, ms) is not repeated.
+    assert rec["provenance"] == {"strategy": "seeded", "seeds": 0, "as_shipped": {"finalists": 3, "changed": True}}
     assert Store.load(store_path).doc == store.doc  # round trip
 
     # A second identical run reruns nothing.

@@ -379,7 +379,8 @@ def test_seeded_ranks_its_finalists_as_shipped_when_asked(pallas_env: None, monk
 
 
 def test_small_kernel_finish_retimes_finalists_only_under_its_threshold(pallas_env: None,
-                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+                                                                        monkeypatch: pytest.MonkeyPatch,
+                                                                        capfd: pytest.CaptureFixture[str]) -> None:
     """seeded's optional small-kernel finish (off by default): the as-shipped last choice, only
     for a kernel whose search read its best under the threshold; unfaked on Pallas interpret."""
     from tuning.strategies import seeded
@@ -399,6 +400,7 @@ def test_small_kernel_finish_retimes_finalists_only_under_its_threshold(pallas_e
     _, entry = _tiny_seeded_tune(monkeypatch, lambda configs: None)
     info = entry.provenance["as_shipped"]
     assert info["why"].startswith("small kernel") and 1 <= info["finalists"] <= 3 and info["chosen_ms"] == min(info["timed_ms"])
+    assert "kiln: as shipped (small kernel: search best" in capfd.readouterr().err  # the build log says it ran
     monkeypatch.setattr(seeded, "SMALL_KERNEL_BELOW_MS", 0.0)  # over it: no last choice
     _, entry = _tiny_seeded_tune(monkeypatch, lambda configs: None)
     assert "as_shipped" not in entry.provenance

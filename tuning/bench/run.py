@@ -380,6 +380,15 @@ def _release(device: str) -> None:
         sys.modules["torch"].cuda.empty_cache()
 
 
+# Lock-entry provenance the record already holds under its own names (configs_tested,
+# tuning_seconds, tune_ms, search_best_ms, budget, spec) or that the run key holds
+# (versions).  Everything else is what the strategy did (seeds, seed_transfer,
+# as_shipped, fast_finish, polish, llm, fallback, ...) and stays in the record: a
+# variant trial is only readable if the store says whether its extra step ran and
+# what it chose (session 20's small-kernel finish left no trace in the store).
+RECORDED_APART = frozenset({"configs_tested", "seconds", "ms", "search_best_ms", "budget", "spec", "versions"})
+
+
 def _run_one(store: Store, run: dict[str, Any], case: Any, name: str, budget: Any, device: str, dev_key: Any,
              lock_entries: list[Any], llm: Any, peaks: Mapping[str, Any], opts: BenchOptions,
              log: Callable[[str], None], engine: Engine) -> None:
@@ -418,7 +427,7 @@ def _run_one(store: Store, run: dict[str, Any], case: Any, name: str, budget: An
         configs_tested=p.get("configs_tested"), tuning_seconds=p.get("seconds"),
         wall_s=round(time.perf_counter() - t0, 2), config=dict(entry.config), shape=getattr(entry, "shape", None),
         tune_ms=p.get("ms"), search_best_ms=p.get("search_best_ms"),
-        provenance={k: v for k, v in p.items() if k in ("strategy", "seeds", "llm", "fallback", "timer")},
+        provenance={k: v for k, v in p.items() if k not in RECORDED_APART},
         trajectory=trajectory(seen, int(p.get("configs_tested") or 0), p.get("search_best_ms") or p.get("ms")),
     )
     configs = {name: dict(entry.config)}

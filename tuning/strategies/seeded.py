@@ -327,6 +327,9 @@ class SeededStrategy:
             # Tuning time includes this last choice: it is part of what a build waits for.
             outcome = dataclasses.replace(outcome, config=config, seconds=outcome.seconds + time.perf_counter() - start)
             outcome.extra["as_shipped"] = {**measured, "why": why}
+            search.log(f"kiln: as shipped ({why}): {measured.get('finalists')} configs re-timed, kept "
+                       f"{'another' if measured.get('changed') else 'the search pick'} at {measured.get('chosen_ms')} ms "
+                       f"(search pick {measured.get('search_pick_ms')} ms)")
         outcome.extra["seeds"] = given
         if len(variants) > given:
             outcome.extra["seed_variants"] = len(variants) - given
