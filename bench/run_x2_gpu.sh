@@ -24,7 +24,9 @@
 #                    VARIANTS="name=with_seeds.copies=2,with_seeds.initial_population=24|name2=..." (seeded's
 #                    limit tables, through bench/seeded_variant.py) on CASES (default the five measured attention
 #                    cases), each variant in its own copy of the committed store ($R/var_<name>.json; read it
-#                    with `kiln bench --report --store`), so no variant overwrites the table's seeded records
+#                    with `kiln bench --report --store`), so no variant overwrites the table's seeded records;
+#                    an item C:key=value is a kiln setting for that variant's bench instead ("seed1=C:seed=1":
+#                    today's search with another random draw); each finished variant's store and log go to $OUT
 #   fix-trial [s]  : `table` with seeded's fix candidates first (#5, after session 11): GPU0 runs VARIANTS_A
 #                    (default: as-shipped last choice; two search paths), GPU1 the search_path_gap probe then
 #                    VARIANTS_B (default: a wider search), each GPU then its table shard; returns at once
@@ -125,11 +127,14 @@ variants)
   cases=${CASES:-model_kernels.attention:attention@medium,model_kernels.attention:attention@small,model_kernels.attention:attention@large,model_kernels.attention:attention_causal@medium,model_kernels.attention:attention_causal@small}
   IFS='|' read -ra vs <<< "${VARIANTS:?VARIANTS=name=table.key=int,...|...}"
   for v in "${vs[@]}"; do
-    name=${v%%=*}; sets=(); IFS=',' read -ra items <<< "${v#*=}"
-    for it in "${items[@]}"; do sets+=(--set "$it"); done
+    name=${v%%=*}; sets=(); cset=(); IFS=',' read -ra items <<< "${v#*=}"
+    for it in "${items[@]}"; do  # C:key=value is a kiln setting for the bench (C:seed=1), the rest seeded limits
+      case "$it" in C:*) cset+=(-C "${it#C:}") ;; ?*) sets+=(--set "$it") ;; esac
+    done
     cp bench/results/store.json "$R/var_$name.json"
     python3 bench/seeded_variant.py "${sets[@]}" -- bench --cases "$cases" --strategies seeded -C seconds=900 \
-      --store "$R/var_$name.json" > "$R/var_$name.log" 2>&1; echo "variant $name rc=$?"
+      "${cset[@]}" --store "$R/var_$name.json" > "$R/var_$name.log" 2>&1; echo "variant $name rc=$?"
+    cp "$R/var_$name.json" "$R/var_$name.log" "$OUT/"  # a variants call on its own brings each trial back
   done ;;
 fix-trial)
   export VARIANTS_A=${VARIANTS_A:-"shipped=as_shipped.finalists=6|copies2=with_seeds.copies=2,compiler_seeds_only.copies=2"}

@@ -85,3 +85,16 @@ def test_table_wait_while_pre_a_runs_does_not_launch_a_second_table(tmp_path: Pa
     assert proc.returncode == 0, proc.stderr
     assert "no table job" not in proc.stdout
     assert len((res / "calls").read_text().splitlines()) == 1  # one `kiln bench`, after PRE_A
+
+
+def test_variants_pass_their_extra_bench_arguments_and_bring_each_trial_back(tmp_path: Path) -> None:
+    """A spread trial is the same search with another random seed; a variants call on its own must
+    return each store (session 20 copied its trial store to $OUT by hand)."""
+    proc, res, out = _run(tmp_path, 1, "variants", CASES="model_kernels.attention:attention@medium",
+                          VARIANTS="s1=C:seed=1|s2=C:seed=2,with_seeds.copies=3")
+    assert proc.returncode == 0, proc.stderr
+    s1, s2 = (res / "calls").read_text().splitlines()
+    assert "bench/seeded_variant.py -- bench --cases model_kernels.attention:attention@medium" in s1, s1
+    assert "-C seed=1 --store" in s1 and "--set" not in s1  # today's search, another random draw
+    assert "--set with_seeds.copies=3 -- bench" in s2 and "-C seed=2 --store" in s2, s2
+    assert {"var_s1.json", "var_s1.log", "var_s2.json", "var_s2.log"} <= {f.name for f in out.iterdir()}
