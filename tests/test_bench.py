@@ -324,7 +324,8 @@ def test_report_keeps_an_earlier_search_apart_and_says_why_a_case_misses_the_bar
     md = markdown(store, None, LIMITS)
     assert "- p.m:a@medium `seeded` 1.1000: cold start (no seeds); its search already rated its pick 10.0% behind" in md
     assert ("- p.m:a@small `seeded` 1.0800: seeded from medium + 1 lock; its search rated its pick 0.0% ahead of lfbo's best "
-            "(0.5 vs 0.5 ms, each search's clock), the fresh process 1.080x: the search's timings flattered its pick") in md
+            "(0.5 vs 0.5 ms, each search's clock), the fresh process 1.080x: the search's timings flattered its pick; "
+            "1 knob from lfbo's config (b)") in md
     assert ("- p.m:e@medium `seeded` 2.00x: cold start (no seeds); its search was wide: 600 configs against lfbo's 900 "
             "(1.50x fewer); 200 s against lfbo's 400 s") in md
     assert ("- p.m:f@medium `seeded` 2.00x: cold start (no seeds); each config cost 2.00 s against lfbo's 0.50 s") in md
@@ -849,6 +850,16 @@ def test_fixed_answers_name_the_kernel_and_never_serve_an_excluded_case(tmp_path
     assert answer("def rms_norm(x, w, eps):") == [{"block_sizes": [1]}, {"block_sizes": [2]}]
     assert answer("def norm(x):") == [{"block_sizes": [9]}]
     assert answer("some other kernel") == []
+
+
+def test_config_gap_names_the_knobs_a_pick_differs_from_lfbos_in() -> None:
+    from tuning.bench.compare import config_gap
+
+    lf = {"pid_type": "persistent_interleaved", "num_stages": 3, "block_sizes": [64, 64], "num_sm_multiplier": 1}
+    mine = {"pid_type": "flat", "num_stages": 4, "block_sizes": [64, 64]}
+    assert config_gap(mine, lf) == "; 3 knobs from lfbo's config (num_sm_multiplier, num_stages, pid_type)"
+    assert config_gap(lf, dict(lf)) == "; the same config as lfbo's"
+    assert config_gap(None, lf) == ""
 
 
 def test_variant_labels_tell_apart_trials_that_differ_one_table_down() -> None:

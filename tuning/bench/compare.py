@@ -139,6 +139,21 @@ def _search_clock(rec: dict[str, Any]) -> str:
     return "cudagraph" if (limits.get("search_clock") or {}).get("cudagraph") else "default"
 
 
+def config_gap(mine: dict[str, Any] | None, theirs: dict[str, Any] | None) -> str:
+    """Which knobs a pick differs from lfbo's in, e.g. "; 2 knobs from lfbo's config (num_stages, pid_type)".
+
+    Why in the report: one knob apart is a step a seeded polish can still take; several
+    at once (session 20's attention picks differ in 6-7) say the search settled in
+    another region, which more polish does not cross.
+    """
+    if not mine or not theirs:
+        return ""
+    knobs = sorted(k for k in set(mine) | set(theirs) if mine.get(k) != theirs.get(k))
+    if not knobs:
+        return "; the same config as lfbo's"
+    return f"; {len(knobs)} knob{'s' if len(knobs) > 1 else ''} from lfbo's config ({', '.join(knobs)})"
+
+
 def shortfall_why(rec: dict[str, Any], base: dict[str, Any], ratio: float) -> str:
     """What the records say about a case over the worst-case bar: the seeds, and where the gap showed.
 
@@ -148,6 +163,11 @@ def shortfall_why(rec: dict[str, Any], base: dict[str, Any], ratio: float) -> st
     a slower basin; if it saw them level, the search's timings flattered its pick.
     """
     start = _start(rec)
+    return _where_it_showed(rec, base, ratio, start) + config_gap(rec.get("config"), base.get("config"))
+
+
+def _where_it_showed(rec: dict[str, Any], base: dict[str, Any], ratio: float, start: str) -> str:
+    """``shortfall_why`` without the config gap: did the search see the gap, or only the fresh process?"""
     mine, theirs = rec.get("search_best_ms"), base.get("search_best_ms")
     if not (mine and theirs):
         return f"{start}; no in-search timing recorded"
