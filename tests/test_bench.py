@@ -461,7 +461,8 @@ def test_kiln_bench_end_to_end_on_tinypkg(tinypkg: Path) -> None:
     store_path = tinypkg / "bench" / "results" / "store.json"
     cmd = [sys.executable, "-m", "tuning.cli", "bench", "--cases", "tinypkg.ops:add@small", "--strategies", "lfbo,seeded",
            "--lfbo-effort", "quick", "--rounds", "2"]
-    run(cmd, tinypkg, env, timeout=240)
+    first = run(cmd, tinypkg, env, timeout=240)
+    assert "ms (fresh process), ref " in first.stderr and "; measured in " in first.stderr
 
     doc = json.loads(store_path.read_text())
     (key, run_doc) = next(iter(doc["runs"].items()))
@@ -473,6 +474,9 @@ def test_kiln_bench_end_to_end_on_tinypkg(tinypkg: Path) -> None:
         assert "error" not in rec and "ms_error" not in rec, rec
         assert rec["ms"] > 0 and rec["timer"] == "wall" and rec["measure_rounds"] == 2
         assert rec["measure_pid"] != os.getpid()  # measured in a fresh process
+        phases = rec["measure_phases_s"]  # where the measurement's time went, the process's own wall last
+        assert set(phases) == {"imports_and_inputs", "compile", "first_call_and_reference", "timing", "process"}
+        assert all(v >= 0 for v in phases.values()) and phases["process"] >= phases["compile"] + phases["timing"]
         assert rec["configs_tested"] >= 1 and rec["tuning_seconds"] > 0 and rec["config"]["block_sizes"]
         # tinypkg.ops.add_baseline is timed in the same fresh process (no add_ref is needed for that)
         assert rec["ref_ms"] > 0 and rec["ref_kind"] == "x + y (torch)" and rec["ref_reason"] is None

@@ -134,17 +134,26 @@ def measure_in_fresh_process(request: dict[str, Any], timeout_s: float = 900) ->
         env["PYTHONPATH"] = os.pathsep.join(p for p in [str(ROOT), env.get("PYTHONPATH", "")] if p)
         env["KILN_BUILDING"] = "1"
         cmd = [sys.executable, "-m", "tuning.bench.run", "--measure", str(req), "--result", str(out)]
+        start = time.perf_counter()
         try:
             proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout_s)
         except subprocess.TimeoutExpired:
             return {"error": f"measurement process timed out after {timeout_s} s"}
         if proc.returncode != 0 or not out.exists():
             return {"error": f"measurement process failed ({proc.returncode}): {proc.stderr[-3000:]}"}
-        return json.loads(out.read_text())
+        result = json.loads(out.read_text())
+        result.setdefault("phases_s", {})["process"] = round(time.perf_counter() - start, 2)
+        return result
 
 
 def _measure_main(request_path: Path, result_path: Path) -> int:
-    """The fresh process: build inputs, compile each config, time all (and the reference) interleaved."""
+    """The fresh process: build inputs, compile each config, time all (and the reference) interleaved.
+
+    ``phases_s`` in the answer says where its time went: session 20's measurements took
+    28-40 s a case beside 64-152 s of tuning, a quarter of the table's time, and which phase
+    that is decides what to trim.
+    """
+    t0 = time.perf_counter()
     import helion
 
     from build_backend.discover import importable
@@ -168,8 +177,10 @@ def _measure_main(request_path: Path, result_path: Path) -> int:
         ref_name = f"{fname}_ref"
         ref = getattr(module, ref_name, None)
         args = make_inputs(spec, kernel, device)
+        t_inputs = time.perf_counter()
         bound = kernel.bind(args)
         fns: dict[str, Callable[..., Any]] = {n: bound.compile_config(helion.Config(**c)) for n, c in req["configs"].items()}
+        t_compiled = time.perf_counter()
         result: dict[str, Any] = {"source_hash": source_hash(kernel), "pid": os.getpid()}
         first = next(iter(fns))
         output = fns[first](*args)
@@ -186,10 +197,14 @@ def _measure_main(request_path: Path, result_path: Path) -> int:
             result["ref_reason"] = f"no {ref_name} in {module.__name__}"
         samples: dict[str, list[float]] = {n: [] for n in fns}
         timers: dict[str, str] = {}
+        t_timing = time.perf_counter()
         for _ in range(max(1, int(req.get("rounds", 3)))):
             for n, fn in fns.items():
                 ms, timers[n] = time_ms(lambda fn=fn: fn(*args), device)
                 samples[n].append(ms)
+        t_done = time.perf_counter()
+    result["phases_s"] = {"imports_and_inputs": round(t_inputs - t0, 2), "compile": round(t_compiled - t_inputs, 2),
+                          "first_call_and_reference": round(t_timing - t_compiled, 2), "timing": round(t_done - t_timing, 2)}
     med = {n: statistics.median(v) for n, v in samples.items()}
     result["ms"] = {n: round(med[n], 6) for n in req["configs"]}
     result["ref_ms"] = round(med["__ref__"], 6) if "__ref__" in med else None
@@ -442,13 +457,16 @@ def _run_one(store: Store, run: dict[str, Any], case: Any, name: str, budget: An
                       roofline=fraction(None, None, peaks))
     else:
         record.update(ms=m["ms"][name], timer=m["timers"].get(name), measure_rounds=m["rounds"], measure_pid=m["pid"],
+                      measure_phases_s=m.get("phases_s"),
                       ref_ms=m["ref_ms"], ref_kind=m.get("ref_kind"), ref_reason=m.get("ref_reason"), roofline=fraction(m["work"], m["ms"][name], peaks))
         if BASELINE in configs and name != BASELINE:
             record["vs_lfbo"] = {"lfbo_config": configs[BASELINE], "lfbo_ms": m["ms"][BASELINE], "ms": m["ms"][name],
                                  "note": "both re-measured interleaved in one fresh process"}
     store.put(run, case.kernel_id, case.spec.name, name, record)
     log(f"done {label} {name}: {record.get('configs_tested')} configs, {record.get('tuning_seconds')} s, "
-        f"{record.get('ms')} ms (fresh process), ref {record.get('ref_ms')} ms")
+        f"{record.get('ms')} ms (fresh process), ref {record.get('ref_ms')} ms"
+        + (f"; measured in {phases['process']} s ({', '.join(f'{k} {v}' for k, v in phases.items() if k != 'process')})"
+           if (phases := record.get("measure_phases_s")) else ""))
 
 
 def main(argv: list[str] | None = None) -> int:
