@@ -46,7 +46,7 @@ from .seed_transfer import reduction_axes, transfer_seeds
 WITH_SEEDS = {"initial_population": 24, "copies": 2, "max_generations": 5, "polish_rounds": 10}
 COMPILER_SEEDS_ONLY = {"initial_population": 30, "copies": 2, "max_generations": 5, "polish_rounds": 10}
 
-# Fast finish.  On the H200 (bench/strategies_gpu.json, README "Where seeded's time
+# Fast finish.  On the H200 (bench/strategies_gpu.json, bench/HISTORY.md "Where seeded's time
 # goes") seeded's search proper took 40-90 s, but two fixed costs came on top:
 # Helion's final re-benchmark of its 8 best-seen configs for ~5 s each (26-34 s per
 # case) and, on swiglu, one random-pad config whose compile hung for Helion's full
