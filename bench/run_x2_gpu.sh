@@ -13,8 +13,10 @@
 #   scaling : local executor, same cases on 1 GPU then 2 (needs both GPUs to itself)
 #   table [s]      : #5's 33-case table: `kiln bench --all -C seconds=900 --strategies lfbo,seeded`, shard 0/2 as
 #                    job A on GPU0 and 1/2 as job B on GPU1 (on a 1-GPU machine: one unsharded job A on
-#                    every core, in TABLE_CASES order), for at most s seconds (default 1500), resuming
-#                    from the committed bench/results/store.json; PRE_A/PRE_B run first; returns at once.
+#                    every core, in TABLE_CASES order), for at most s seconds (default 1780: past a
+#                    30-minute device session, so the device's end stops it, not this limit: session 21's
+#                    1560 s cut a seeded run with 206 s of device time left), resuming from the committed
+#                    bench/results/store.json; PRE_A/PRE_B run first; returns at once.
 #                    TABLE_CASES (a --cases list) narrows it, e.g. to families not measured yet; the
 #                    shards then split that list's kernels
 #   llm-bench [s]  : hybrid and llm through bench/fixed_answer_llm.py (fixed answers from kiln.lock: not an
@@ -102,7 +104,7 @@ table)
   # lock; PRE_A / PRE_B run first on their GPU (e.g. the model_kernels LFBO-quick rows still missing).
   seed_store
   bench="python3 -m tuning.cli bench ${TABLE_CASES:+--cases $TABLE_CASES} -C seconds=900 --strategies lfbo,seeded --store $R/store.json"
-  export JOB_TIMEOUT=${1:-1500}
+  export JOB_TIMEOUT=${1:-1780}
   if [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
     export JOB_A="${PRE_A:+$PRE_A; }$bench --shard 0/2 > $R/table0.log 2>&1"
     export JOB_B="${PRE_B:+$PRE_B; }$bench --shard 1/2 > $R/table1.log 2>&1"
@@ -148,8 +150,9 @@ table-wait)
   # job (session 15 lost a whole call waiting on nothing): relaunch the table there instead, from
   # the store in the working tree (TABLE_CASES as given to this call).
   if [ ! -e "$R/table.launched" ]; then
+    # The job gets table's own limit, not this wait's: it must go on tuning through the next calls.
     echo "table-wait: no table job on this machine (a fresh one: the last went back); relaunching"
-    bash bench/run_x2_gpu.sh table "${1:-500}"
+    bash bench/run_x2_gpu.sh table
   fi
   wait_jobs "${1:-500}"; cp "$R/store.json" "$OUT/" 2>/dev/null; grep -hE "^kiln bench: (done|FAILED)" "$R"/table?.log | tail -20; pack ;;
 scaling)

@@ -31,6 +31,8 @@ def _stubs(bin_dir: Path, gpus: int) -> None:
                                      'env | grep "^KILN_" | cut -d= -f1 >> "$BENCH_GPU_RES/kiln_env"\n'
                                      'echo "kiln bench: done stub"\n')
     (bin_dir / "taskset").write_text('#!/bin/sh\necho "$2" >> "$BENCH_GPU_RES/cores"\nshift 2\nexec "$@"\n')
+    # Records each job's time limit, then runs the command without one.
+    (bin_dir / "timeout").write_text('#!/bin/sh\n[ "$1" = -s ] && shift 2\necho "$1" >> "$BENCH_GPU_RES/limits"\nshift\nexec "$@"\n')
     for f in bin_dir.iterdir():
         f.chmod(0o755)
 
@@ -60,6 +62,9 @@ def test_table_wait_on_a_fresh_one_gpu_machine_relaunches_one_unsharded_job(tmp_
     assert (res / "A.done").exists() and (res / "B.done").exists()
     assert (out / "store.json").exists() and (out / "res.tgz").exists()  # the committed store came back as resumed
     assert "kiln bench: done stub" in proc.stdout
+    # The relaunched job keeps tuning after this wait returns: table's own limit, not the wait's 30 s
+    # (session 21: a job limit shorter than the device session cut a run with 206 s of device time left).
+    assert (res / "limits").read_text().split() == ["1780"]
     # Whatever KILN_* the script passes on must be a setting kiln reads, or `kiln bench` stops at once.
     passed = set((res / "kiln_env").read_text().split()) if (res / "kiln_env").exists() else set()
     assert {name.removeprefix("KILN_").lower() for name in passed} <= set(KEYS), passed
@@ -75,6 +80,7 @@ def test_table_on_two_gpus_runs_two_shards_and_a_later_wait_does_not_relaunch(tm
     assert [c.split()[0] for c in calls] == ["0", "1"]
     assert "--shard 0/2" in calls[0] and "--shard 1/2" in calls[1]
     assert sorted((res / "cores").read_text().split()) == ["0-15", "16-31"]
+    assert (res / "limits").read_text().split() == ["30", "30"]  # `table 30`: the limit given
 
 
 def test_table_wait_while_pre_a_runs_does_not_launch_a_second_table(tmp_path: Path) -> None:
