@@ -651,6 +651,33 @@ def test_search_clock_sets_helions_cudagraph_switch_only_while_seeded_searches(
     assert "different clocks" in why and "cudagraph against default" in why and "1.060x" in why
 
 
+def test_search_stop_patience_reaches_helions_tree_search_only_when_on(pallas_env: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """seeded's optional search stop (off by default): N generations without improvement per path.
+
+    Off, Helion's own patience stands and the limits and record say nothing of it (so no stored
+    record turns into another search); on, the tree search that runs has it, and both say so.
+    """
+    from tuning.strategies import seeded
+
+    seen: list[int] = []
+    original = seeded.run_search
+
+    def spy(search: Any, max_configs: Any) -> Any:
+        seen.append(search.patience)
+        return original(search, max_configs)
+
+    monkeypatch.setattr(seeded, "run_search", spy)
+    _, entry = _tiny_seeded_tune(monkeypatch, lambda configs: None)
+    assert seen == [1]  # Helion's default
+    assert "search_stop" not in seeded.search_limits() and "search_stop" not in entry.provenance
+
+    monkeypatch.setitem(seeded.SEARCH_STOP, "patience", 3)
+    assert seeded.search_limits()["search_stop"] == {"patience": 3}
+    _, entry = _tiny_seeded_tune(monkeypatch, lambda configs: None)
+    assert seen == [1, 3]
+    assert entry.provenance["search_stop"] == {"patience": 3}
+
+
 def test_first_population_pads_with_seed_neighbours_not_random_configs(pallas_env: None, monkeypatch: pytest.MonkeyPatch) -> None:
     """seeded's optional seed-neighbour first population (off by default), on Helion's real search for tinypkg.
 

@@ -156,6 +156,21 @@ FIRST_POPULATION = {"seed_neighbours": 0}
 SMALL_KERNEL_FINISH = {"finalists": 0}
 SMALL_KERNEL_BELOW_MS = 0.025
 
+# Search stop: ``patience`` = N lets each of the tree search's paths go N generations without
+# improving before it stops; 0 keeps Helion's own (1: the second generation in a row without a
+# better config ends the path).  Off: a candidate fix for the attention cases over the 1.05
+# bar.  In session 20's table (bench/logs/table_session20) both paths of attention medium and
+# causal attention medium stopped at their first chance, generation 3 of 5, without having
+# beaten the best config of the first population (0.5641 and 0.3959 ms through both
+# generations), and everything those searches gained came from the polish; most of the
+# neighbours they had tried failed to compile or timed out (attention medium's first
+# generation: 16 errors and 4 timeouts of 28; causal medium's: 18 errors of 25), so two
+# generations judged a path on a handful of configs.  lfbo's full search (5 paths from 100
+# random configs) still improved after 300 configs there.  Cost, estimated: one generation
+# per path that would have stopped, 15-20 s on attention.  Not yet measured on the GPU; try
+# it with bench/seeded_variant.py (--set search_stop.patience=2).
+SEARCH_STOP = {"patience": 0}
+
 
 def shipped_finalists(search_best_ms: float | None) -> tuple[int, str]:
     """How many finalists to re-time as shipped after the search, and why (empty when none)."""
@@ -269,7 +284,8 @@ def reduced_limits(budget: Budget, limits: dict[str, int]) -> dict[str, int]:
 def option_tables() -> dict[str, dict[str, int]]:
     """seeded's optional candidate tables by name, read when called (tests and variants may swap them)."""
     return {"polish": POLISH, "seed_variants": SEED_VARIANTS, "search_clock": SEARCH_CLOCK,
-            "first_population": FIRST_POPULATION, "small_kernel_finish": SMALL_KERNEL_FINISH}
+            "first_population": FIRST_POPULATION, "small_kernel_finish": SMALL_KERNEL_FINISH,
+            "search_stop": SEARCH_STOP}
 
 
 def search_limits(options: Sequence[str] | None = None) -> dict[str, Any]:
@@ -308,6 +324,8 @@ class SeededStrategy:
         given = len(context.seeds)
         variants = with_seed_variants(context.seeds, bound_kernel.config_spec)
         kwargs.update(reduced_limits(budget, WITH_SEEDS if variants else COMPILER_SEEDS_ONLY))
+        if SEARCH_STOP["patience"] > 0:
+            kwargs["patience"] = SEARCH_STOP["patience"]
         kwargs["initial_population_strategy"] = InitialPopulationStrategy.FROM_BEST_AVAILABLE
         kwargs["best_available_pad_random"] = True
         with search_clock(SEARCH_CLOCK["cudagraph"]) as clock:
@@ -341,5 +359,7 @@ class SeededStrategy:
             outcome.extra["polish"] = polish
         if first:
             outcome.extra["first_population"] = first
+        if SEARCH_STOP["patience"] > 0:
+            outcome.extra["search_stop"] = {"patience": kwargs["patience"]}
         outcome.extra.update(clock)
         return outcome
