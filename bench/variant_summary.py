@@ -50,6 +50,22 @@ def limits_label(limits: dict[str, Any] | None, today: dict[str, Any] | None) ->
     return "today's search" if not changes else "today's search but " + ", ".join(changes)
 
 
+def usual_budget(doc: dict[str, Any], strategy: str) -> dict[str, Any]:
+    """The budget most of ``strategy``'s records in the store were tuned under.
+
+    Why: a spread trial is today's search under another random seed (``C:seed=1``), so its
+    limits match today's and only its budget tells it apart from the records the variant
+    store copied from the table; the label names a budget that differs from the usual one.
+    """
+    counts: dict[str, int] = {}
+    for run in doc["runs"].values():
+        for case in run["cases"].values():
+            if (rec := case["strategies"].get(strategy)) is not None:
+                text = json.dumps(rec.get("budget") or {}, sort_keys=True)
+                counts[text] = counts.get(text, 0) + 1
+    return json.loads(max(counts, key=lambda t: (counts[t], t))) if counts else {}
+
+
 def summarise(path: Path, strategy: str = "seeded", today: dict[str, Any] | None = None) -> dict[str, Any]:
     """Per search that made ``strategy``'s records in the store at ``path``: its limits, per-case ratios, summary.
 
@@ -61,11 +77,14 @@ def summarise(path: Path, strategy: str = "seeded", today: dict[str, Any] | None
         today = strategy_limits(strategy) or {}
     doc = json.loads(path.read_text())
     groups: dict[str, dict[str, Any]] = {}
+    usual = usual_budget(doc, strategy)
 
     def name_of(name: str, rec: dict[str, Any]) -> str:
         if name != strategy:
             return name
         label = prefix + limits_label(rec.get("strategy_limits"), today)
+        if budget := limit_changes(rec.get("budget") or {}, usual):
+            label += " (budget " + ", ".join(budget) + ")"
         groups.setdefault(label, {"limits": rec.get("strategy_limits"), "cases": {}})
         return label
 

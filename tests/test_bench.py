@@ -453,6 +453,34 @@ def test_variant_summary_judges_each_search_on_its_own_records(tmp_path: Path) -
     assert groups["older search (limits not recorded)"]["summary"]["worst_latency_ratio"] == pytest.approx(1.2)
 
 
+def test_variant_summary_sets_a_spread_trial_apart_by_its_budget(tmp_path: Path) -> None:
+    """A spread trial (`C:seed=1`) is today's search under another seed, in a copy of the table's store:
+    its record must not be summarised together with the table's records it sits beside."""
+    from bench.variant_summary import summarise
+
+    lf, now = {"b": [64]}, {"strategy_limits": LIMITS["seeded"]}
+    usual = {"effort": "quick", "seconds": 900, "seed": 0}
+
+    def seeded(ms: float, seed: int) -> dict[str, Any]:
+        return {**_rec(100, 80, ms, {"b": [32]}, vs_lfbo={"lfbo_config": lf, "lfbo_ms": 1.0, "ms": ms}, **now),
+                "budget": {**usual, "seed": seed}}
+
+    cases = {"p.m:a@medium": {"lfbo": _rec(400, 500, 1.0, lf), "seeded": seeded(0.99, 1)},  # the trial
+             "p.m:a@small": {"lfbo": _rec(400, 500, 1.0, lf), "seeded": seeded(1.10, 0)},  # the table's, copied
+             "p.m:b@small": {"lfbo": _rec(400, 500, 1.0, lf), "seeded": seeded(1.00, 0)}}
+    doc = {"format": 1, "runs": {"H200|x": {
+        "gpu": {"name": "H200"}, "versions": {}, "peaks": {},
+        "cases": {label: {"kernel_id": label.partition("@")[0], "shape_name": label.partition("@")[2], "strategies": st}
+                  for label, st in cases.items()}}}}
+    path = tmp_path / "var_seed1.json"
+    path.write_text(json.dumps(doc))
+    groups = summarise(path, today=LIMITS["seeded"])["groups"]
+    assert sorted(groups) == ["today's search", "today's search (budget seed=1)"]
+    assert list(groups["today's search (budget seed=1)"]["cases"]) == ["p.m:a@medium"]
+    assert groups["today's search (budget seed=1)"]["summary"]["worst_latency_ratio"] == pytest.approx(0.99)
+    assert sorted(groups["today's search"]["cases"]) == ["p.m:a@small", "p.m:b@small"]
+
+
 # ----------------------------------------------------------------------------- (3) one real run, Pallas interpret
 
 def test_kiln_bench_end_to_end_on_tinypkg(tinypkg: Path) -> None:
