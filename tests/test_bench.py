@@ -418,10 +418,19 @@ def test_polish_replay_reads_rounds_back_from_a_log(tmp_path: Path) -> None:
     assert main([str(log), "--out", str(out)]) == 0 and len(json.loads(out.read_text())["searches"]) == 1
 
 
-def test_variant_summary_judges_each_search_on_its_own_records(tmp_path: Path) -> None:
-    """A variant store holds a trial search's records next to older ones: each search gets its own geomeans."""
+def _variant_groups(path: Path, cases: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """bench/variant_summary.py's groups for a one-run store holding ``cases`` (label -> strategy -> record)."""
     from bench.variant_summary import summarise
 
+    path.write_text(json.dumps({"format": 1, "runs": {"H200|x": {
+        "gpu": {"name": "H200"}, "versions": {}, "peaks": {},
+        "cases": {label: {"kernel_id": label.partition("@")[0], "shape_name": label.partition("@")[2], "strategies": st}
+                  for label, st in cases.items()}}}}))
+    return summarise(path, today=LIMITS["seeded"])["groups"]
+
+
+def test_variant_summary_judges_each_search_on_its_own_records(tmp_path: Path) -> None:
+    """A variant store holds a trial search's records next to older ones: each search gets its own geomeans."""
     lf = {"b": [64]}
     wide = {**LIMITS["seeded"], "with_seeds": {**LIMITS["seeded"]["with_seeds"], "copies": 3}}
     cases = {
@@ -433,13 +442,7 @@ def test_variant_summary_judges_each_search_on_its_own_records(tmp_path: Path) -
         "p.m:b@small": {"lfbo": _rec(300, 400, 1.0, lf), "seeded": _rec(30, 40, 1.2, {"b": [8]})},  # limits not recorded
         "p.m:c@small": {"seeded": _rec(30, 40, 1.0, {"b": [4]}, strategy_limits=wide)},  # no baseline: left out
     }
-    doc = {"format": 1, "runs": {"H200|x": {
-        "gpu": {"name": "H200"}, "versions": {}, "peaks": {},
-        "cases": {label: {"kernel_id": label.partition("@")[0], "shape_name": label.partition("@")[2], "strategies": st}
-                  for label, st in cases.items()}}}}
-    path = tmp_path / "var.json"
-    path.write_text(json.dumps(doc))
-    groups = summarise(path, today=LIMITS["seeded"])["groups"]
+    groups = _variant_groups(tmp_path / "var.json", cases)
     assert len(groups) == 2
     # The label names the one nested knob that differs, value and all, so no two trials share a group.
     trial = groups["today's search but with_seeds.copies=3"]
@@ -456,8 +459,6 @@ def test_variant_summary_judges_each_search_on_its_own_records(tmp_path: Path) -
 def test_variant_summary_sets_a_spread_trial_apart_by_its_budget(tmp_path: Path) -> None:
     """A spread trial (`C:seed=1`) is today's search under another seed, in a copy of the table's store:
     its record must not be summarised together with the table's records it sits beside."""
-    from bench.variant_summary import summarise
-
     lf, now = {"b": [64]}, {"strategy_limits": LIMITS["seeded"]}
     usual = {"effort": "quick", "seconds": 900, "seed": 0}
 
@@ -468,13 +469,7 @@ def test_variant_summary_sets_a_spread_trial_apart_by_its_budget(tmp_path: Path)
     cases = {"p.m:a@medium": {"lfbo": _rec(400, 500, 1.0, lf), "seeded": seeded(0.99, 1)},  # the trial
              "p.m:a@small": {"lfbo": _rec(400, 500, 1.0, lf), "seeded": seeded(1.10, 0)},  # the table's, copied
              "p.m:b@small": {"lfbo": _rec(400, 500, 1.0, lf), "seeded": seeded(1.00, 0)}}
-    doc = {"format": 1, "runs": {"H200|x": {
-        "gpu": {"name": "H200"}, "versions": {}, "peaks": {},
-        "cases": {label: {"kernel_id": label.partition("@")[0], "shape_name": label.partition("@")[2], "strategies": st}
-                  for label, st in cases.items()}}}}
-    path = tmp_path / "var_seed1.json"
-    path.write_text(json.dumps(doc))
-    groups = summarise(path, today=LIMITS["seeded"])["groups"]
+    groups = _variant_groups(tmp_path / "var_seed1.json", cases)
     assert sorted(groups) == ["today's search", "today's search (budget seed=1)"]
     assert list(groups["today's search (budget seed=1)"]["cases"]) == ["p.m:a@medium"]
     assert groups["today's search (budget seed=1)"]["summary"]["worst_latency_ratio"] == pytest.approx(0.99)
