@@ -324,8 +324,8 @@ class SeededStrategy:
         given = len(context.seeds)
         variants = with_seed_variants(context.seeds, bound_kernel.config_spec)
         kwargs.update(reduced_limits(budget, WITH_SEEDS if variants else COMPILER_SEEDS_ONLY))
-        if SEARCH_STOP["patience"] > 0:
-            kwargs["patience"] = SEARCH_STOP["patience"]
+        stop = {"patience": SEARCH_STOP["patience"]} if SEARCH_STOP["patience"] > 0 else {}
+        kwargs.update(stop)
         kwargs["initial_population_strategy"] = InitialPopulationStrategy.FROM_BEST_AVAILABLE
         kwargs["best_available_pad_random"] = True
         with search_clock(SEARCH_CLOCK["cudagraph"]) as clock:
@@ -359,7 +359,7 @@ class SeededStrategy:
             outcome.extra["polish"] = polish
         if first:
             outcome.extra["first_population"] = first
-        if SEARCH_STOP["patience"] > 0:
-            outcome.extra["search_stop"] = {"patience": kwargs["patience"]}
+        if stop:
+            outcome.extra["search_stop"] = stop
         outcome.extra.update(clock)
         return outcome
