@@ -51,10 +51,13 @@ fi
 export PYTHONPATH=$SITE:$PWD
 pack() { tar -C "$R" --exclude='*cache*' -czf "$OUT/res.tgz" . ; ls -la "$R" "$R"/* | head -60; }
 wait_jobs() {  # wait_jobs SECONDS: until both jobs wrote their done marker, or SECONDS pass
-  # Each tick also copies a bench store to $OUT, so a call cut short still brings back every finished case.
+  # Each tick also copies the bench store and the table logs to $OUT, so a call cut short still brings
+  # back every finished case and how it ran (session 22's last call was cut by the device budget
+  # before its pack: its store came back, its log did not).
   local deadline=$(( $(date +%s) + $1 ))
   while [ "$(date +%s)" -lt "$deadline" ]; do
     [ -e "$R/store.json" ] && cp "$R/store.json" "$OUT/"
+    for f in "$R"/table?.log; do [ -e "$f" ] && cp "$f" "$OUT/"; done
     [ -e "$R/A.done" ] && [ -e "$R/B.done" ] && return 0
     sleep 10
   done

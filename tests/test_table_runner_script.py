@@ -61,6 +61,9 @@ def test_table_wait_on_a_fresh_one_gpu_machine_relaunches_one_unsharded_job(tmp_
     assert (res / "cores").read_text().split() == [f"0-{len(os.sched_getaffinity(0)) - 1}"]  # nproc  # every core for the one job
     assert (res / "A.done").exists() and (res / "B.done").exists()
     assert (out / "store.json").exists() and (out / "res.tgz").exists()  # the committed store came back as resumed
+    # The log comes back as a plain file at every tick, not only inside the final pack (a call cut by
+    # the device budget never reaches its pack).
+    assert "kiln bench: done stub" in (out / "table0.log").read_text()
     assert "kiln bench: done stub" in proc.stdout
     # The relaunched job keeps tuning after this wait returns: table's own limit, not the wait's 30 s
     # (session 21: a job limit shorter than the device session cut a run with 206 s of device time left).
