@@ -20,8 +20,10 @@ from conftest import PALLAS_INTERPRET, clean_env, run
 from tuning.bench.compare import analyse, summary_json
 from tuning.bench.report import ROOF_OVER_ONE, markdown
 from tuning.bench.run import BenchOptions, Engine, run_bench
+from tuning.bench.seeding import LOCK_SEEDING, SEEDING
 from tuning.bench.store import Store
 from tuning.cli import main as kiln_main
+from tuning.lock import LockEntry
 from tuning.plan import Case
 from tuning.strategies import _REGISTRY, strategy_limits
 from tuning.runtime.keys import DeviceKey
@@ -54,11 +56,12 @@ class FakeTune:
                                            "versions": {"helion": "1.5.0"}, **extra})
 
 
-def _fake_engine(cases: list[Case], tune: FakeTune, measured: list[dict[str, Any]]) -> Engine:
+def _fake_engine(cases: list[Case], tune: FakeTune, measured: list[dict[str, Any]],
+                 lock_entries: list[LockEntry] | None = None) -> Engine:
     settings = SimpleNamespace(effort="quick", max_generations=1, initial_population=2, polish_rounds=1, seconds=None,
                                seed=0, max_configs=None, llm_settings=lambda: None)
     prep = SimpleNamespace(settings=settings, device="cpu", plan=SimpleNamespace(device=DeviceKey("Fake GPU", "triton:sm00")),
-                           cases=cases, lock=SimpleNamespace(sorted_entries=lambda: []))
+                           cases=cases, lock=SimpleNamespace(sorted_entries=lambda: list(lock_entries or [])))
 
     def measure(request: dict[str, Any], timeout: float) -> dict[str, Any]:
         measured.append(request)
@@ -188,7 +191,7 @@ def _rec(sec: float, cfgs: int, ms: float, config: dict[str, Any], **extra: Any)
 
 
 LIMITS = {name: strategy_limits(name) for name in _REGISTRY}  # today's searches, as `kiln bench --report` passes them
-NOW = {"strategy_limits": LIMITS["seeded"]}  # a seeded record made by today's search
+NOW = {"strategy_limits": LIMITS["seeded"], "seeding": SEEDING}  # a seeded record made by today's search and seeding
 
 
 def _synthetic_store(path: Path) -> Store:
@@ -297,15 +300,19 @@ def test_report_keeps_an_earlier_search_apart_and_says_why_a_case_misses_the_bar
     cases = {
         # today's seeded, 1.10x in the same process; its search saw its pick 10% behind lfbo's best
         "p.m:a@medium": {"lfbo": _rec(400, 500, 1.0, lf, search_best_ms=0.9),
-                         "seeded": _rec(50, 80, 1.1, {"b": [32]}, search_best_ms=0.99, seeded_from_shapes=[], seeds_from_lock=0,
-                                        seeding="x", vs_lfbo={"lfbo_config": lf, "lfbo_ms": 1.0, "ms": 1.1}, **NOW)},
+                         "seeded": _rec(50, 80, 1.1, {"b": [32]}, search_best_ms=0.99, seeded_from_shapes=[],
+                                        vs_lfbo={"lfbo_config": lf, "lfbo_ms": 1.0, "ms": 1.1}, **NOW)},
         # today's seeded, 1.08x, though its search rated it level with lfbo's (a flattering clock)
         "p.m:a@small": {"lfbo": _rec(300, 400, 1.0, lf, search_best_ms=0.5),
                         "seeded": _rec(60, 90, 1.08, {"b": [16]}, search_best_ms=0.5, seeded_from_shapes=["medium"],
-                                       seeds_from_lock=1, seeding="x", vs_lfbo={"lfbo_config": lf, "lfbo_ms": 1.0, "ms": 1.08}, **NOW)},
+                                       vs_lfbo={"lfbo_config": lf, "lfbo_ms": 1.0, "ms": 1.08}, **NOW)},
         # an earlier seeded search (other limits) and one from before limits were recorded: both kept apart
-        "p.m:b@small": {"lfbo": _rec(300, 400, 1.0, lf), "seeded": _rec(30, 40, 1.0, {"b": [8]}, strategy_limits=older)},
+        "p.m:b@small": {"lfbo": _rec(300, 400, 1.0, lf), "seeded": _rec(30, 40, 1.0, {"b": [8]}, strategy_limits=older,
+                                                                       seeding=SEEDING)},
         "p.m:c@small": {"lfbo": _rec(300, 400, 1.0, lf), "seeded": _rec(30, 40, 1.0, {"b": [4]})},
+        # today's search, but seeded from the lock (sessions 10-22's rule): lfbo's configs at other shapes
+        "p.m:g@small": {"lfbo": _rec(300, 400, 1.0, lf), "seeded": _rec(30, 40, 0.9, {"b": [4]}, **{
+            **NOW, "seeding": LOCK_SEEDING, "seeds_from_lock": 2})},
         # today's seeded, level on latency but only 2x less time: once from a wide search, once from dear configs
         "p.m:e@medium": {"lfbo": _rec(400, 900, 1.0, lf), "seeded": _rec(200, 600, 1.0, {"b": [2]}, **NOW)},
         "p.m:f@medium": {"lfbo": _rec(400, 800, 1.0, lf), "seeded": _rec(200, 100, 1.0, {"b": [2]}, **NOW)},
@@ -316,14 +323,15 @@ def test_report_keeps_an_earlier_search_apart_and_says_why_a_case_misses_the_bar
     # Each older search is its own group, named by the parts of its limits that differ from today's.
     assert s["seeded"]["cases"] == 4
     assert s["seeded (other search: with_seeds)"]["cases"] == 1
-    assert s["seeded (other search: not recorded)"]["cases"] == 1
+    assert s["seeded (other search: not recorded, seeding)"]["cases"] == 1
+    assert s["seeded (other search: seeding)"]["cases"] == 1
     assert s["seeded"]["meets_bar"] == {"time_ratio": False, "latency_geomean": False, "worst_latency": False}
     assert s["seeded"]["cases_over_worst_bar"] == ["p.m:a@medium", "p.m:a@small"]
     assert s["seeded"]["cases_under_time_bar"] == ["p.m:e@medium", "p.m:f@medium"]
     assert s["seeded (other search: with_seeds)"]["worst_latency_ratio"] == pytest.approx(1.0)
     md = markdown(store, None, LIMITS)
     assert "- p.m:a@medium `seeded` 1.1000: cold start (no seeds); its search already rated its pick 10.0% behind" in md
-    assert ("- p.m:a@small `seeded` 1.0800: seeded from medium + 1 lock; its search rated its pick 0.0% ahead of lfbo's best "
+    assert ("- p.m:a@small `seeded` 1.0800: seeded from medium; its search rated its pick 0.0% ahead of lfbo's best "
             "(0.5 vs 0.5 ms, each search's clock), the fresh process 1.080x: the search's timings flattered its pick; "
             "1 knob from lfbo's config (b)") in md
     assert ("- p.m:e@medium `seeded` 2.00x: cold start (no seeds); its search was wide: 600 configs against lfbo's 900 "
@@ -331,6 +339,7 @@ def test_report_keeps_an_earlier_search_apart_and_says_why_a_case_misses_the_bar
     assert ("- p.m:f@medium `seeded` 2.00x: cold start (no seeds); each config cost 2.00 s against lfbo's 0.50 s") in md
     assert "`name (other search: keys)`: made by an earlier or trial version" in md
     assert "| seeded (other search: with_seeds) | 1 |" in md
+    assert "`seeding`: its search started from `kiln.lock`'s entries" in md
     # Read without today's limits (no strategies at hand), nothing is relabelled.
     assert set(summary_json(store)["runs"][0]["strategies"]) == {"lfbo", "seeded"}
 
@@ -665,16 +674,19 @@ def test_run_bench_shard_tunes_only_its_cases_and_reports_only_its_failures(tmp_
     assert store.failures() == [] and Store.load(store_path).failures() == [("pkg.m:k0@s", "lfbo")]
 
 
-def test_each_strategy_is_seeded_as_a_build_with_it_would_be(tmp_path: Path) -> None:
+def test_each_strategy_is_seeded_as_a_first_build_with_it_would_be(tmp_path: Path) -> None:
     """Build order (middle shape first) and, per strategy, only its own earlier shapes as seeds:
-    seeded starts cold on a kernel's first shape and never sees lfbo's configs."""
-    from tuning.bench.run import SEEDING
+    seeded starts cold on a kernel's first shape and never sees lfbo's configs, not even
+    through the lock, which `kiln bench --to-lock` fills with them (sessions 10-22 seeded from it)."""
 
     store_path = tmp_path / "store.json"
     cases = [_case("pkg.m:k", s) for s in ("small", "medium", "large")]
+    # The lock already holds lfbo's configs at the kernel's other shapes on this very GPU.
+    lock = [LockEntry("pkg.m:k", "sha256:aaaa", "Fake GPU", "triton:sm00", f"f32[{s}]", s, {"by": f"lfbo@{s}"})
+            for s in ("small", "large")]
     tune = FakeTune()
     opts = BenchOptions(tmp_path, {}, None, ["seeded", "lfbo"], store_path)
-    store = run_bench(opts, log=lambda m: None, engine=_fake_engine(cases, tune, []))
+    store = run_bench(opts, log=lambda m: None, engine=_fake_engine(cases, tune, [], lock))
     assert tune.calls == [(f"pkg.m:k@{s}", n) for s in ("medium", "small", "large") for n in ("lfbo", "seeded")]
     seeds = dict(zip(tune.calls, tune.seeds))
     assert all(seeds[(f"pkg.m:k@{s}", "lfbo")] == () for s in ("small", "medium", "large"))
@@ -683,7 +695,23 @@ def test_each_strategy_is_seeded_as_a_build_with_it_would_be(tmp_path: Path) -> 
     assert sorted(c["by"] for c in seeds[("pkg.m:k@large", "seeded")]) == ["seeded@medium", "seeded@small"]
     (run_doc,) = store.doc["runs"].values()
     rec = run_doc["cases"]["pkg.m:k@large"]["strategies"]["seeded"]
-    assert rec["seeding"] == SEEDING and rec["seeded_from_shapes"] == ["medium", "small"] and rec["seeds_from_lock"] == 0
+    assert rec["seeding"] == SEEDING and rec["seeded_from_shapes"] == ["medium", "small"] and "seeds_from_lock" not in rec
+
+    # Records of the older rule (lock entries as seeds): one that took a lock entry is rerun and, until then,
+    # reported apart; one that took none (the kernel had no lock entry) had today's seeds and stands.
+    from tuning.bench.compare import display_name
+
+    doc = json.loads(store_path.read_text())
+    strategies = {s: next(iter(doc["runs"].values()))["cases"][f"pkg.m:k@{s}"]["strategies"] for s in ("medium", "small")}
+    strategies["medium"]["seeded"].update(seeding=LOCK_SEEDING, seeds_from_lock=0)
+    strategies["small"]["seeded"].update(seeding=LOCK_SEEDING, seeds_from_lock=1)
+    store_path.write_text(json.dumps(doc))
+    limits = {"seeded": strategy_limits("seeded")}
+    assert display_name("seeded", strategies["small"]["seeded"], limits) == "seeded (other search: seeding)"
+    assert display_name("seeded", strategies["medium"]["seeded"], limits) == "seeded"
+    tune.calls.clear()
+    run_bench(opts, log=lambda m: None, engine=_fake_engine(cases, tune, [], lock))
+    assert tune.calls == [("pkg.m:k@small", "seeded")]
 
     # A record made before this rule (no "seeding") is rerun, except the baseline's, which takes no seeds.
     doc = json.loads(store_path.read_text())

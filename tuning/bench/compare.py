@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from . import BASELINE
+from .seeding import seeded_as_now
 from .store import Store
 
 
@@ -111,19 +112,22 @@ def is_other_search(label: str) -> bool:
 
 
 def display_name(name: str, rec: dict[str, Any], limits: dict[str, Any] | None) -> str:
-    """``name``, or ``name (other search: <keys>)`` when ``rec`` was made under other search limits than today's.
+    """``name``, or ``name (other search: <keys>)`` when ``rec`` was made under other search limits or seeds than today's.
 
     ``limits`` maps strategy names to today's ``strategy_limits`` (None: don't
     check, as for a store read without the strategies at hand).  A changed
     search must not borrow its predecessor's numbers, nor hide them; the keys
-    that differ name the group, so each older search is summarised on its own.
+    that differ name the group, so each older search is summarised on its own;
+    ``seeding`` among them marks a search that started from the lock's entries
+    (:mod:`.seeding`).
     """
     if limits is None or name == BASELINE or name not in limits:
         return name
     made = rec.get("strategy_limits")
-    if made == limits[name]:
-        return name
-    return f"{name}{OTHER_SEARCH}: {', '.join(limits_differ(made, limits[name]))})"
+    differ = [] if made == limits[name] else limits_differ(made, limits[name])
+    if not seeded_as_now(rec):  # started from the lock's entries (lfbo's among them): not a first build's search
+        differ = sorted([*differ, "seeding"])
+    return f"{name}{OTHER_SEARCH}: {', '.join(differ)})" if differ else name
 
 
 def _start(rec: dict[str, Any]) -> str:

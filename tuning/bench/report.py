@@ -80,8 +80,10 @@ def bar_lines(a: dict[str, Any]) -> list[str]:
     if any(is_other_search(n) for n in a["strategies"]):
         lines += ["", f"`name{OTHER_SEARCH}: keys)`: made by an earlier or trial version of that strategy's search (other "
                   "search limits than today's, `strategy_limits` in the store; the keys are the parts of the limits that "
-                  "differ, and each set of them is its own group); kept apart from today's numbers, and rerun by "
-                  "`kiln bench` on the table's store."]
+                  "differ, and each set of them is its own group; `seeding`: its search started from `kiln.lock`'s "
+                  "entries at the kernel's other shapes, which `kiln bench --to-lock` filled from the bench's records, "
+                  "`lfbo`'s among them, rather than only from its own earlier shapes as a first build would); kept apart "
+                  "from today's numbers, and rerun by `kiln bench` on the table's store."]
     return lines + [""]
 
 

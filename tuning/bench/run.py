@@ -16,12 +16,13 @@ For every case (``kernel_id@shape_name``) and strategy:
 A stored record that still matches (same GPU and versions, kernel source
 hash, declared spec and budget) is reused, not rerun.
 
-Each strategy knows what ``pip wheel .`` with that strategy would know at that
-point of a build, no more: cases run in the build's order (per kernel the
-middle declared shape first, :func:`tuning.tune.tuning_order`), and a strategy's
-seeds are the committed lock's entries of the kernel at other shapes plus the
-configs *the same strategy* already chose for the kernel's other shapes in this
-run (``SEEDING``).  So ``seeded`` starts cold on a kernel's first shape, as in a
+Each strategy knows what a first ``pip wheel .`` with that strategy would know
+at that point of the build, no more: cases run in the build's order (per kernel
+the middle declared shape first, :func:`tuning.tune.tuning_order`), and a
+strategy's seeds are the configs *the same strategy* already chose for the
+kernel's other shapes in this run, never the lock's entries (``SEEDING``,
+:mod:`.seeding`: the lock is filled from these very records, ``lfbo``'s among
+them).  So ``seeded`` starts cold on a kernel's first shape, as in a first
 build, and never sees what ``lfbo``'s long search found.
 """
 
@@ -42,12 +43,10 @@ from pathlib import Path
 from typing import Any
 
 from . import BASELINE, DEFAULT_STORE
+from .seeding import SEEDING, seeded_as_now
 from .store import Store, case_label, run_key
 
 LLM_STRATEGIES = ("hybrid", "llm")
-# The seeding rule above; records made under another rule (before it existed: none recorded) are rerun,
-# except the baseline's, which takes no seeds.
-SEEDING = "build-order: lock entries at other shapes + this strategy's own results at other shapes"
 DEFAULT_STRATEGIES = ("lfbo", "seeded")
 TRAJECTORY_FALLBACK = "final point only: no per-config results were seen from Helion's search (BaseSearch.benchmark_batch)"
 
@@ -224,9 +223,8 @@ def run_bench(opts: BenchOptions, log: Callable[[str], None] = _log, engine: Eng
     store.set_peaks(run, peaks)
     if peaks.get("copy_gbps"):
         log(f"peaks: copy {peaks['copy_gbps']} GB/s, bf16 matmul {peaks['bf16_tflops']} TFLOP/s")
-    lock_entries = prep.lock.sorted_entries()
     for case, name in todo:
-        _run_one(store, run, case, name, budgets[name], device, dev_key, lock_entries, llm, peaks, opts, log, engine)
+        _run_one(store, run, case, name, budgets[name], device, dev_key, llm, peaks, opts, log, engine)
         _release(device)
     return store
 
@@ -266,9 +264,10 @@ def made_as_now(record: Mapping[str, Any] | None, limits: Mapping[str, Any] | No
     """Whether ``record`` came from the search a build runs today: this seeding rule and these limits.
 
     A record from before a change to the strategy's search (``strategy_limits``)
-    is rerun rather than reported, and never seeds a later shape.
+    or its seeds (:func:`.seeding.seeded_as_now`) is rerun rather than reported,
+    and never seeds a later shape.
     """
-    return bool(record) and record.get("seeding") == SEEDING and record.get("strategy_limits") == limits
+    return bool(record) and seeded_as_now(record) and record.get("strategy_limits") == limits
 
 
 def own_seeds(run: Mapping[str, Any], case: Any, strategy: str,
@@ -310,24 +309,22 @@ RECORDED_APART = frozenset({"configs_tested", "seconds", "ms", "search_best_ms",
 
 
 def _run_one(store: Store, run: dict[str, Any], case: Any, name: str, budget: Any, device: str, dev_key: Any,
-             lock_entries: list[Any], llm: Any, peaks: Mapping[str, Any], opts: BenchOptions,
+             llm: Any, peaks: Mapping[str, Any], opts: BenchOptions,
              log: Callable[[str], None], engine: Engine) -> None:
     from tuning.strategies import TuneContext, strategy_limits
-    from tuning.tune import SEED_LIMIT, seeds_for
+    from tuning.tune import SEED_LIMIT
 
     from .roofline import fraction
 
     label = case_label(case.kernel_id, case.spec.name)
-    # What a build with this strategy would know here (SEEDING): its own earlier shapes, then the lock's.
-    others = [e for e in lock_entries if e.kernel == case.kernel_id and e.shape_name != case.spec.name]
+    # What a first build with this strategy would know here (SEEDING): its own earlier shapes, nothing from the lock.
     limits = strategy_limits(name)
     own = own_seeds(run, case, name, limits) if name != BASELINE else {}
-    from_lock = [s for s in seeds_for(case, others, dev_key) if s not in own.values()]
-    seeds = (*own.values(), *from_lock)[:SEED_LIMIT]
+    seeds = tuple(own.values())[:SEED_LIMIT]
     context = TuneContext(case.kernel_id, case.spec.name, seeds, llm if name in LLM_STRATEGIES else None)
     record: dict[str, Any] = {"strategy": name, "source_hash": case.source_hash, "spec": case.spec.declared,
                               "budget": budget.as_provenance(), "seeding": SEEDING, "strategy_limits": limits,
-                              "seeded_from_shapes": sorted(own), "seeds_from_lock": len(seeds) - len(own)}
+                              "seeded_from_shapes": sorted(own)}
     log(f"tune {label} with {name}")
     t0 = time.perf_counter()
     reset = getattr(case.kernel, "reset", None)
