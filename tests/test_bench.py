@@ -507,7 +507,7 @@ def test_kiln_bench_end_to_end_on_tinypkg(tinypkg: Path) -> None:
         assert rec["ms"] > 0 and rec["timer"] == "wall" and rec["measure_rounds"] == 2
         assert rec["measure_pid"] != os.getpid()  # measured in a fresh process
         phases = rec["measure_phases_s"]  # where the measurement's time went, the process's own wall last
-        assert set(phases) == {"imports_and_inputs", "compile", "first_call_and_reference", "timing", "process"}
+        assert set(phases) == {"imports", "inputs", "compile", "first_call_and_reference", "timing", "process"}
         assert all(v >= 0 for v in phases.values()) and phases["process"] >= phases["compile"] + phases["timing"]
         assert rec["configs_tested"] >= 1 and rec["tuning_seconds"] > 0 and rec["config"]["block_sizes"]
         # tinypkg.ops.add_baseline is timed in the same fresh process (no add_ref is needed for that)
