@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from conftest import PALLAS_INTERPRET, clean_env, run
-from tuning.bench.compare import analyse, summary_json
+from tuning.bench.compare import analyse, display_name, summary_json
 from tuning.bench.report import ROOF_OVER_ONE, markdown
 from tuning.bench.run import BenchOptions, Engine, run_bench
 from tuning.bench.seeding import LOCK_SEEDING, SEEDING
@@ -699,8 +699,6 @@ def test_each_strategy_is_seeded_as_a_first_build_with_it_would_be(tmp_path: Pat
 
     # Records of the older rule (lock entries as seeds): one that took a lock entry is rerun and, until then,
     # reported apart; one that took none (the kernel had no lock entry) had today's seeds and stands.
-    from tuning.bench.compare import display_name
-
     doc = json.loads(store_path.read_text())
     strategies = {s: next(iter(doc["runs"].values()))["cases"][f"pkg.m:k@{s}"]["strategies"] for s in ("medium", "small")}
     strategies["medium"]["seeded"].update(seeding=LOCK_SEEDING, seeds_from_lock=0)
