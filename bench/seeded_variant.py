@@ -52,8 +52,8 @@ def seed_like_shipped(shipped: dict[str, Any]) -> None:
 
     original = bench_run.own_seeds
 
-    def own_seeds(run: Any, case: Any, strategy: str, limits: Any = None) -> dict[str, dict[str, Any]]:
-        return original(run, case, strategy, shipped if strategy == "seeded" else limits)
+    def own_seeds(run: Any, case: Any, strategy: str, limits: Any = None, earlier: Any = None) -> dict[str, dict[str, Any]]:
+        return original(run, case, strategy, shipped if strategy == "seeded" else limits, earlier)
 
     bench_run.own_seeds = own_seeds
 

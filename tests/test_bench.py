@@ -20,7 +20,7 @@ from conftest import PALLAS_INTERPRET, clean_env, run
 from tuning.bench.compare import analyse, display_name, summary_json
 from tuning.bench.report import ROOF_OVER_ONE, markdown
 from tuning.bench.run import BenchOptions, Engine, run_bench
-from tuning.bench.seeding import LOCK_SEEDING, SEEDING
+from tuning.bench.seeding import LOCK_SEEDING, SEEDING, seed_digest
 from tuning.bench.store import Store
 from tuning.cli import main as kiln_main
 from tuning.lock import LockEntry
@@ -41,6 +41,7 @@ class FakeTune:
         self.calls: list[tuple[str, str]] = []
         self.seeds: list[tuple[dict[str, Any], ...]] = []  # context.seeds of each call
         self.interrupt_at: int | None = None
+        self.tag = ""  # appended to non-lfbo configs: a rerun that picks another config
 
     def __call__(self, case: Case, name: str, budget: Any, device: str, dev_key: DeviceKey, context: Any) -> Any:
         self.calls.append((f"{case.kernel_id}@{case.spec.name}", name))
@@ -48,7 +49,7 @@ class FakeTune:
         if self.interrupt_at is not None and len(self.calls) == self.interrupt_at:
             raise KeyboardInterrupt  # a run stopped mid-way (Ctrl-C, lost machine)
         lfbo = name == "lfbo"
-        config = {"block_sizes": [64]} if lfbo else {"block_sizes": [32], "by": f"{name}@{case.spec.name}"}
+        config = {"block_sizes": [64]} if lfbo else {"block_sizes": [32], "by": f"{name}@{case.spec.name}{self.tag}"}
         extra = {} if lfbo else {"seeds": len(context.seeds), "as_shipped": {"finalists": 3, "changed": True}}
         return SimpleNamespace(config=config,
                                provenance={"configs_tested": 400 if lfbo else 50, "seconds": 100.0 if lfbo else 25.0,
@@ -123,9 +124,9 @@ def test_store_resume_reuses_baseline_and_source_hash_invalidates(tmp_path: Path
     assert tune.calls == []
 
     # An edited kernel (new source hash) invalidates that kernel's records, baseline included.
-    cases[0] = _case("pkg.m:k", "small", digest="sha256:bbbb")
+    cases[:] = [_case("pkg.m:k", s, digest="sha256:bbbb") for s in ("small", "large")]
     bench(["lfbo", "seeded"])
-    assert tune.calls == [("pkg.m:k@small", "lfbo"), ("pkg.m:k@small", "seeded")]
+    assert tune.calls == [(f"pkg.m:k@{s}", n) for s in ("small", "large") for n in ("lfbo", "seeded")]
 
     # A changed seeded search (other strategy_limits) reruns seeded's records, and only those.
     import tuning.strategies.seeded as seeded_mod
@@ -165,16 +166,18 @@ def test_seeded_variant_changes_the_search_and_the_records_say_so(tmp_path: Path
         mp.setitem(seeded_mod.WITH_SEEDS, "copies", 2)  # today's limits as the test's baseline
         mp.setitem(seeded_mod.COMPILER_SEEDS_ONLY, "initial_population", 30)
         shipped = json.loads(json.dumps(seeded_mod.search_limits()))  # a copy: the limits hold the live tables
+        both = [_case("pkg.m:k", "m"), _case("pkg.m:k", "s")]  # declared; a variant call picks s alone
         opts = BenchOptions(tmp_path, {}, None, ["seeded"], tmp_path / "var.json")
-        run_bench(opts, log=lambda m: None, engine=_fake_engine([_case("pkg.m:k", "m"), _case("pkg.m:k", "s")], tune, []))
+        run_bench(opts, log=lambda m: None, engine=_fake_engine(both, tune, []))
+        opts = BenchOptions(tmp_path, {}, ["pkg.m:k@s"], ["seeded"], tmp_path / "var.json")
         mp.setitem(seeded_mod.WITH_SEEDS, "copies", 3)  # the variant
         tune.seeds.clear()
-        run_bench(opts, log=lambda m: None, engine=_fake_engine([_case("pkg.m:k", "s")], tune, []))
+        run_bench(opts, log=lambda m: None, engine=_fake_engine(both, tune, []))
         assert tune.seeds == [()]  # the bench alone: today's record at m is another search's, no seed
         seed_like_shipped(shipped)
         tune.seeds.clear()
         mp.setitem(seeded_mod.WITH_SEEDS, "copies", 4)  # another variant, so s runs again
-        run_bench(opts, log=lambda m: None, engine=_fake_engine([_case("pkg.m:k", "s")], tune, []))
+        run_bench(opts, log=lambda m: None, engine=_fake_engine(both, tune, []))
         assert tune.seeds == [({"block_sizes": [32], "by": "seeded@m"},)]
     with pytest.raises(SystemExit, match=r"unknown limit 'with_seeds\.nope'; valid: with_seeds\.initial_population, "):
         apply(["with_seeds.nope=1"])
@@ -339,7 +342,8 @@ def test_report_keeps_an_earlier_search_apart_and_says_why_a_case_misses_the_bar
     assert ("- p.m:f@medium `seeded` 2.00x: cold start (no seeds); each config cost 2.00 s against lfbo's 0.50 s") in md
     assert "`name (other search: keys)`: made by an earlier or trial version" in md
     assert "| seeded (other search: with_seeds) | 1 |" in md
-    assert "`seeding`: its search started from `kiln.lock`'s entries" in md
+    assert "`seeding`: its search did not start from what a first build hands it" in md
+    assert "it took `kiln.lock`'s entries" in md
     # Read without today's limits (no strategies at hand), nothing is relabelled.
     assert set(summary_json(store)["runs"][0]["strategies"]) == {"lfbo", "seeded"}
 
@@ -638,6 +642,70 @@ def test_merge_from_keeps_the_newest_copy_of_every_record(tmp_path: Path, capsys
     assert kiln_main(["bench", "--project", str(tmp_path), "--store", str(tmp_path / "store.json"),
                       "--merge-from", str(tmp_path / "nope.json")]) == 2
     assert "no bench store yet" in capsys.readouterr().err
+
+
+def test_bench_seeds_by_the_declared_build_order_whichever_cases_are_picked(tmp_path: Path) -> None:
+    """Session 23 picked attention_causal small and medium but not large (no baseline yet): small ran
+    first and cold, and medium was seeded from small, where a build tunes medium first and seeds small
+    from it.  Order and seeds come from all the declared shapes; records seeded otherwise are rerun,
+    reported apart meanwhile, and a later shape whose seeds changed config is rerun too."""
+    store_path = tmp_path / "store.json"
+    cases = [_case("pkg.m:k", s) for s in ("small", "medium", "large")]
+    declared = [f"pkg.m:k@{s}" for s in ("small", "medium", "large")]
+    tune = FakeTune()
+    bench = lambda picked: run_bench(BenchOptions(tmp_path, {}, picked, ["lfbo", "seeded"], store_path),  # noqa: E731
+                                     log=lambda m: None, engine=_fake_engine(cases, tune, []))
+    bench(["pkg.m:k@small", "pkg.m:k@medium"])
+    assert tune.calls == [(f"pkg.m:k@{s}", n) for s in ("medium", "small") for n in ("lfbo", "seeded")]
+    seeds = dict(zip(tune.calls, tune.seeds))
+    assert seeds[("pkg.m:k@medium", "seeded")] == ()
+    assert [c["by"] for c in seeds[("pkg.m:k@small", "seeded")]] == ["seeded@medium"]
+
+    def seeded_records() -> dict[str, dict[str, Any]]:
+        doc = json.loads(store_path.read_text())
+        return doc, {c["shape_name"]: c["strategies"]["seeded"] for c in next(iter(doc["runs"].values()))["cases"].values()
+                     if "seeded" in c["strategies"]}
+
+    def names(with_declared: bool) -> dict[str, str]:
+        (run_doc,) = Store.load(store_path).doc["runs"].values()
+        a = analyse(run_doc, LIMITS, declared=declared if with_declared else None)
+        return {row["case"].rpartition("@")[2]: row["strategy"] for row in a["rows"] if row["strategy"] != "lfbo"}
+
+    assert names(True) == {"medium": "seeded", "small": "seeded"}
+    # Session 23's records: small cold, medium seeded from small.  Both rerun, medium first.
+    doc, recs = seeded_records()
+    recs["small"].update(seeded_from_shapes=[], seed_digest=seed_digest({}))
+    recs["medium"].update(seeded_from_shapes=["small"])
+    recs["medium"].pop("seed_digest")
+    store_path.write_text(json.dumps(doc))
+    apart = "seeded (other search: seeding)"
+    assert names(True) == {"medium": apart, "small": apart}
+    assert names(False) == {"medium": "seeded", "small": "seeded"}  # away from the project: only the rule is known
+    tune.calls.clear()
+    bench(["pkg.m:k@small", "pkg.m:k@medium"])
+    assert tune.calls == [("pkg.m:k@medium", "seeded"), ("pkg.m:k@small", "seeded")]
+    assert names(True) == {"medium": "seeded", "small": "seeded"}
+
+    # The whole kernel: large runs last, seeded from both.  Then medium is rerun (stale) and picks the
+    # same config: nothing else moves; it picks another config: small and large were seeded with the old
+    # one, so they rerun.
+    tune.calls.clear()
+    bench(None)
+    assert tune.calls == [("pkg.m:k@large", "lfbo"), ("pkg.m:k@large", "seeded")]
+    assert sorted(c["by"] for c in tune.seeds[-1]) == ["seeded@medium", "seeded@small"]
+    for tag, rerun in (("", ["medium"]), ("-v2", ["medium", "small", "large"])):
+        doc, recs = seeded_records()
+        recs["medium"]["strategy_limits"] = {"an": "older search"}
+        store_path.write_text(json.dumps(doc))
+        tune.tag, tune.calls = tag, []
+        bench(None)
+        assert tune.calls == [(f"pkg.m:k@{s}", "seeded") for s in rerun]
+
+    # The report wants every earlier shape in place: small without a medium record is no first build's.
+    doc, recs = seeded_records()
+    del next(iter(doc["runs"].values()))["cases"]["pkg.m:k@medium"]["strategies"]["seeded"]
+    store_path.write_text(json.dumps(doc))
+    assert names(True) == {"small": apart, "large": apart}
 
 
 # ----------------------------------------------------------------------------- (5) shards and --gpus (no GPU: a fake launch)

@@ -8,17 +8,19 @@ import json
 import time
 import os
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from . import lock as lockfile
 from .lock import LockEntry
 from .plan import Case, Plan
 from .runtime.keys import DeviceKey, shape_key
 from .strategies import Budget, LlmSettings, Strategy, TuneContext
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -101,16 +103,24 @@ def tune_case(case: Case, strategy: Strategy, budget: Budget, device: str, devic
     )
 
 
+def middle_first(group: Sequence[T]) -> list[T]:
+    """One kernel's shapes in the order a build tunes them: the middle declared one, then the rest in order.
+
+    The middle shape's result is the nearest seed for both the smaller and the larger
+    ones.  ``kiln bench`` orders and seeds by this same rule (tuning.bench.seeding).
+    """
+    if not group:
+        return []
+    mid = group[(len(group) - 1) // 2] if len(group) > 2 else group[0]
+    return [mid] + [c for c in group if c is not mid]
+
+
 def tuning_order(cases: list[Case]) -> list[Case]:
-    """Per kernel, the middle declared shape first, so its result seeds the smaller and larger ones."""
+    """Per kernel (in order of first appearance), its shapes middle first (:func:`middle_first`)."""
     by_kernel: dict[str, list[Case]] = {}
     for c in cases:
         by_kernel.setdefault(c.kernel_id, []).append(c)
-    ordered: list[Case] = []
-    for group in by_kernel.values():
-        mid = group[(len(group) - 1) // 2] if len(group) > 2 else group[0]
-        ordered += [mid] + [c for c in group if c is not mid]
-    return ordered
+    return [c for group in by_kernel.values() for c in middle_first(group)]
 
 
 SEED_LIMIT = 6  # known configs handed to a strategy; more would crowd out its own exploration

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from . import BASELINE
-from .seeding import seeded_as_now
+from .seeding import BuildSeeds, build_earlier, seeded_as_now
 from .store import Store
 
 
@@ -111,21 +111,22 @@ def is_other_search(label: str) -> bool:
     return OTHER_SEARCH in label
 
 
-def display_name(name: str, rec: dict[str, Any], limits: dict[str, Any] | None) -> str:
+def display_name(name: str, rec: dict[str, Any], limits: dict[str, Any] | None, seeds_as_now: bool | None = None) -> str:
     """``name``, or ``name (other search: <keys>)`` when ``rec`` was made under other search limits or seeds than today's.
 
     ``limits`` maps strategy names to today's ``strategy_limits`` (None: don't
     check, as for a store read without the strategies at hand).  A changed
     search must not borrow its predecessor's numbers, nor hide them; the keys
     that differ name the group, so each older search is summarised on its own;
-    ``seeding`` among them marks a search that started from the lock's entries
-    (:mod:`.seeding`).
+    ``seeding`` among them marks a search that did not start from a first build's
+    seeds (:mod:`.seeding`): ``seeds_as_now`` when the caller checked them against
+    the build order, else only the rule (no lock entries).
     """
     if limits is None or name == BASELINE or name not in limits:
         return name
     made = rec.get("strategy_limits")
     differ = [] if made == limits[name] else limits_differ(made, limits[name])
-    if not seeded_as_now(rec):  # started from the lock's entries (lfbo's among them): not a first build's search
+    if not (seeded_as_now(rec) if seeds_as_now is None else seeds_as_now):  # not a first build's seeds
         differ = sorted([*differ, "seeding"])
     return f"{name}{OTHER_SEARCH}: {', '.join(differ)})" if differ else name
 
@@ -215,14 +216,18 @@ def bar_check(summary: dict[str, Any]) -> dict[str, bool | None]:
 
 
 def analyse(run: dict[str, Any], limits: dict[str, Any] | None = None,
-            name_of: Callable[[str, dict[str, Any]], str] | None = None) -> dict[str, Any]:
+            name_of: Callable[[str, dict[str, Any]], str] | None = None,
+            declared: list[str] | None = None) -> dict[str, Any]:
     """Per-case rows and per-strategy summaries of one store run (one GPU, one toolchain).
 
-    ``limits``: today's search limits per strategy (``display_name``).  ``name_of(strategy,
-    record)`` replaces that naming, and so the grouping: a variant trial groups records by
-    the search that made them (bench/variant_summary.py).
+    ``limits``: today's search limits per strategy (``display_name``); ``declared``: the
+    project's case labels, which give the build order a first build seeds by, so a record
+    seeded otherwise is grouped apart (None: only the seeding rule is checked).
+    ``name_of(strategy, record)`` replaces that naming, and so the grouping: a variant
+    trial groups records by the search that made them (bench/variant_summary.py).
     """
-    name_of = name_of or (lambda name, rec: display_name(name, rec, limits))
+    build = BuildSeeds(run, build_earlier(declared) if declared is not None else None, limits, complete=True)
+    named = name_of
     rows: list[dict[str, Any]] = []
     per: dict[str, list[dict[str, Any]]] = {}
     excluded: list[dict[str, str]] = []
@@ -232,7 +237,8 @@ def analyse(run: dict[str, Any], limits: dict[str, Any] | None = None,
         if _ok(base) and hit_seconds_cap(base):
             capped.append(label)
         for name, rec in sorted(case["strategies"].items(), key=lambda kv: (kv[0] != BASELINE, kv[0])):
-            name = name_of(name, rec)
+            name = named(name, rec) if named else display_name(
+                name, rec, limits, None if name == BASELINE else build.as_now(label, name, rec))
             row: dict[str, Any] = {"case": label, "strategy": name, "record": rec, "ratios": None}
             per.setdefault(name, [])
             if not _ok(rec):
@@ -305,7 +311,7 @@ def summary_json(store: Store, limits: dict[str, Any] | None = None,
                            "bar": {"time_ratio_at_least": BAR_TIME_RATIO, "latency_geomean_at_most": BAR_LATENCY_GEOMEAN,
                                    "worst_latency_at_most": BAR_WORST_LATENCY}, "runs": []}
     for key, run in store.runs():
-        a = analyse(run, limits)
+        a = analyse(run, limits, declared=declared)
         out["runs"].append({"key": key, "gpu": run["gpu"], "versions": run["versions"], "peaks": run.get("peaks"),
                             "strategies": a["strategies"], "excluded_from_geomeans": a["excluded"],
                             "lfbo_hit_seconds_cap": a["lfbo_hit_seconds_cap"]})

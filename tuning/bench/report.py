@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from . import BASELINE
-from .compare import (BAR_LATENCY_GEOMEAN, BAR_TIME_RATIO, BAR_WORST_LATENCY, OTHER_SEARCH, analyse, coverage, display_name,
+from .compare import (BAR_LATENCY_GEOMEAN, BAR_TIME_RATIO, BAR_WORST_LATENCY, OTHER_SEARCH, analyse, coverage,
                       is_other_search, seeds_label, summary_json)
 from .roofline import best_peaks, fraction
 from .store import Store
@@ -80,9 +80,10 @@ def bar_lines(a: dict[str, Any]) -> list[str]:
     if any(is_other_search(n) for n in a["strategies"]):
         lines += ["", f"`name{OTHER_SEARCH}: keys)`: made by an earlier or trial version of that strategy's search (other "
                   "search limits than today's, `strategy_limits` in the store; the keys are the parts of the limits that "
-                  "differ, and each set of them is its own group; `seeding`: its search started from `kiln.lock`'s "
-                  "entries at the kernel's other shapes, which `kiln bench --to-lock` filled from the bench's records, "
-                  "`lfbo`'s among them, rather than only from its own earlier shapes as a first build would); kept apart "
+                  "differ, and each set of them is its own group; `seeding`: its search did not start from what a first build "
+                  "hands it, its own configs at the kernel's shapes tuned before it (the middle declared shape first): "
+                  "it took `kiln.lock`'s entries, which `kiln bench --to-lock` filled from the bench's records, `lfbo`'s "
+                  "among them, or it ran before or without one of those shapes); kept apart "
                   "from today's numbers, and rerun by `kiln bench` on the table's store."]
     return lines + [""]
 
@@ -107,7 +108,7 @@ def markdown(store: Store, plots: dict[str, list[str]] | None = None, limits: di
              "ratios are against `lfbo` on the same case: tuning time and configs as lfbo/strategy (higher is cheaper), "
              "latency as strategy/lfbo (lower is faster), from one interleaved fresh process where available.", ""]
     for key, run in store.runs():
-        a = analyse(run, limits)
+        a = analyse(run, limits, declared=declared)
         peaks = run.get("peaks") or {}
         lines += [f"## {run['gpu'].get('name')} ({run['gpu'].get('arch')}), "
                   + ", ".join(f"{k} {v}" for k, v in run["versions"].items()), ""]
@@ -181,8 +182,8 @@ def _slug(key: str) -> str:
     return "".join(c if c.isalnum() else "_" for c in key).strip("_")[:80]
 
 
-def write_plots(store: Store, out_dir: Path, max_cases: int = 4,
-                limits: dict[str, Any] | None = None) -> dict[str, dict[str, list[str]]]:
+def write_plots(store: Store, out_dir: Path, max_cases: int = 4, limits: dict[str, Any] | None = None,
+                declared: list[str] | None = None) -> dict[str, dict[str, list[str]]]:
     """Per run: best latency vs configs explored (a few cases), and per-case tuning-time ratio bars."""
     import matplotlib
 
@@ -193,15 +194,19 @@ def write_plots(store: Store, out_dir: Path, max_cases: int = 4,
     for key, run in store.runs():
         slug = _slug(key)
         mine: dict[str, list[str]] = {}
-        a = analyse(run, limits)
+        a = analyse(run, limits, declared=declared)
         # One colour per strategy in every panel and both figures, so a reader matches them at a glance.
-        names = sorted({display_name(n, r, limits) for case in run["cases"].values() for n, r in case["strategies"].items()})
+        names = sorted({row["strategy"] for row in a["rows"]})
         color = {name: plt.get_cmap("tab10")(i % 10) for i, name in enumerate(names)}
         # trajectories: cases with a trajectory for the most strategies, longest lfbo search first
+        by_case: dict[str, dict[str, Any]] = {}
+        for row in a["rows"]:
+            r = row["record"]
+            if not r.get("error") and (r.get("trajectory") or {}).get("points"):
+                by_case.setdefault(row["case"], {})[row["strategy"]] = r["trajectory"]["points"]
         cands = []
         for label, case in run["cases"].items():
-            traj = {display_name(n, r, limits): r["trajectory"]["points"] for n, r in case["strategies"].items()
-                    if not r.get("error") and (r.get("trajectory") or {}).get("points")}
+            traj = by_case.get(label, {})
             if traj:
                 lf = case["strategies"].get(BASELINE, {}).get("configs_tested") or 0
                 cands.append((-len(traj), -lf, label, traj))
@@ -258,7 +263,7 @@ def _save(plt: Any, fig: Any, path: Path) -> str:
 def write_report(store: Store, out_dir: Path, limits: dict[str, Any] | None = None,
                  declared: list[str] | None = None) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
-    plots = write_plots(store, out_dir, limits=limits)
+    plots = write_plots(store, out_dir, limits=limits, declared=declared)
     path = out_dir / "README.md"
     path.write_text(markdown(store, plots, limits, declared) + "\n")
     (out_dir / "summary.json").write_text(json.dumps(summary_json(store, limits, declared), indent=2, sort_keys=True) + "\n")

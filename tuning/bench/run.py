@@ -18,9 +18,10 @@ hash, declared spec and budget) is reused, not rerun.
 
 Each strategy knows what a first ``pip wheel .`` with that strategy would know
 at that point of the build, no more: cases run in the build's order (per kernel
-the middle declared shape first, :func:`tuning.tune.tuning_order`), and a
-strategy's seeds are the configs *the same strategy* already chose for the
-kernel's other shapes in this run, never the lock's entries (``SEEDING``,
+the middle *declared* shape first, :func:`tuning.tune.middle_first`, whichever
+cases the call picked), and a strategy's seeds are the configs *the same
+strategy* already chose at the kernel's shapes that come before in that order,
+never the lock's entries (``SEEDING``,
 :mod:`.seeding`: the lock is filled from these very records, ``lfbo``'s among
 them).  So ``seeded`` starts cold on a kernel's first shape, as in a first
 build, and never sees what ``lfbo``'s long search found.
@@ -43,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from . import BASELINE, DEFAULT_STORE
-from .seeding import SEEDING, seeded_as_now
+from .seeding import SEEDING, BuildSeeds, build_earlier, seed_digest, seeded_as_now, seeds_match
 from .store import Store, case_label, run_key
 
 LLM_STRATEGIES = ("hybrid", "llm")
@@ -169,7 +170,6 @@ def _log(msg: str) -> None:
 def run_bench(opts: BenchOptions, log: Callable[[str], None] = _log, engine: Engine | None = None) -> Store:
     from tuning.errors import KilnError
     from tuning.strategies import _REGISTRY, Budget, strategy_limits
-    from tuning.tune import tuning_order
 
     engine = engine or real_engine()
     prep = engine.prepare(opts.project, opts.config_settings)
@@ -188,15 +188,15 @@ def run_bench(opts: BenchOptions, log: Callable[[str], None] = _log, engine: Eng
 
     by_label = {case_label(c.kernel_id, c.spec.name): c for c in prep.cases}
     if opts.cases is None:
-        cases = list(prep.cases)
+        cases = build_order(list(prep.cases), prep.cases)
     else:
         unknown = [c for c in opts.cases if c not in by_label]
         if unknown:
             raise KilnError(f"unknown case(s) {', '.join(unknown)}; declared: {', '.join(by_label)}")
-        cases = declared_shape_order([by_label[c] for c in opts.cases], prep.cases)
+        cases = build_order([by_label[c] for c in opts.cases], prep.cases)
     if opts.shard is not None:
         cases = select_shard(cases, *opts.shard)
-    cases = tuning_order(cases)
+    earlier = build_earlier(list(by_label))
 
     store_path = opts.store or (opts.project / DEFAULT_STORE)
     store = Store.load(store_path)
@@ -210,12 +210,16 @@ def run_bench(opts: BenchOptions, log: Callable[[str], None] = _log, engine: Eng
         return run["cases"].get(case_label(case.kernel_id, case.spec.name), {}).get("strategies", {}).get(name)
 
     limits = {s: strategy_limits(s) for s in strategies}
-    todo = [(c, s) for c in cases for s in strategies
-            if not Store.reusable(stored(c, s), c.source_hash, c.spec.declared, budgets[s].as_provenance())
-            or (s != BASELINE and not made_as_now(stored(c, s), limits[s]))]
+
+    def to_run(case: Any, name: str) -> bool:
+        return (not Store.reusable(stored(case, name), case.source_hash, case.spec.declared, budgets[name].as_provenance())
+                or (name != BASELINE and not made_as_now(run, case, name, limits[name], earlier)))
+
+    todo = [(c, s) for c in cases for s in strategies if to_run(c, s)]
     shard = "" if opts.shard is None else f" (shard {opts.shard[0]}/{opts.shard[1]})"
     log(f"{len(cases)} cases{shard} x {len(strategies)} strategies ({', '.join(strategies)}) on {dev_key.name} ({dev_key.arch}); "
-        f"{len(cases) * len(strategies) - len(todo)} reused from {store_path}, {len(todo)} to run")
+        f"{len(cases) * len(strategies) - len(todo)} reused from {store_path}, {len(todo)} to run"
+        + (" (more if a rerun hands a later shape other seeds)" if todo else ""))
     if not todo:
         return store
 
@@ -223,21 +227,28 @@ def run_bench(opts: BenchOptions, log: Callable[[str], None] = _log, engine: Eng
     store.set_peaks(run, peaks)
     if peaks.get("copy_gbps"):
         log(f"peaks: copy {peaks['copy_gbps']} GB/s, bf16 matmul {peaks['bf16_tflops']} TFLOP/s")
-    for case, name in todo:
-        _run_one(store, run, case, name, budgets[name], device, dev_key, llm, peaks, opts, log, engine)
-        _release(device)
+    # Decided case by case, not from ``todo``: rerunning an earlier shape can change the seeds a build
+    # hands a later one, whose stored record then no longer matches (session 23's attention_causal).
+    for case in cases:
+        for name in strategies:
+            if to_run(case, name):
+                _run_one(store, run, case, name, budgets[name], device, dev_key, llm, peaks, opts, log, engine, earlier)
+                _release(device)
     return store
 
 
-def declared_shape_order(picked: list[Any], declared: list[Any]) -> list[Any]:
-    """``picked`` with kernels in the order given and each kernel's shapes in declared order.
+def build_order(picked: list[Any], declared: list[Any]) -> list[Any]:
+    """``picked`` with kernels in the order given and each kernel's shapes in a build's order.
 
-    A build tunes each kernel's middle *declared* shape first (tuning_order), and the
-    bench must seed as that build would; taking ``--cases`` in the order typed made
-    another shape the middle one (session 12's trial listed medium first and small
-    ran first).
+    A build tunes each kernel's *declared* shapes middle first (middle_first), and the
+    bench must seed as that build would.  The order comes from all the declared shapes,
+    not the picked ones: taking ``--cases`` in the order typed made another shape the
+    middle one (session 12), and so did a pick without the kernel's large shape
+    (session 23: attention_causal small ran first, cold, where a build starts at medium).
     """
-    position = {id(c): i for i, c in enumerate(declared)}
+    from tuning.tune import tuning_order
+
+    position = {id(c): i for i, c in enumerate(tuning_order(list(declared)))}
     first: dict[str, int] = {}
     for i, c in enumerate(picked):
         first.setdefault(c.kernel_id, i)
@@ -260,34 +271,31 @@ def select_shard(cases: list[Any], index: int, count: int) -> list[Any]:
     return [c for c in cases if c.kernel_id in mine]
 
 
-def made_as_now(record: Mapping[str, Any] | None, limits: Mapping[str, Any] | None) -> bool:
-    """Whether ``record`` came from the search a build runs today: this seeding rule and these limits.
+def made_as_now(run: Mapping[str, Any], case: Any, strategy: str, limits: Mapping[str, Any] | None,
+                earlier: Mapping[str, frozenset[str]] | None) -> bool:
+    """Whether ``strategy``'s record of ``case`` came from the search a build runs today: these limits, a first build's seeds.
 
     A record from before a change to the strategy's search (``strategy_limits``)
-    or its seeds (:func:`.seeding.seeded_as_now`) is rerun rather than reported,
-    and never seeds a later shape.
+    or whose seeds differ from what a build would hand it now
+    (the rule, the earlier shapes, their configs: :func:`.seeding.seeds_match`,
+    against :func:`own_seeds`) is rerun rather than reported, and never seeds a
+    later shape.
     """
-    return bool(record) and seeded_as_now(record) and record.get("strategy_limits") == limits
+    record = run.get("cases", {}).get(case_label(case.kernel_id, case.spec.name), {}).get("strategies", {}).get(strategy)
+    if not record or record.get("strategy_limits") != limits:
+        return False
+    return seeded_as_now(record) and seeds_match(record, own_seeds(run, case, strategy, limits, earlier))
 
 
-def own_seeds(run: Mapping[str, Any], case: Any, strategy: str,
-              limits: Mapping[str, Any] | None = None) -> dict[str, dict[str, Any]]:
-    """The configs ``strategy`` chose for ``case``'s kernel at its other shapes in this run, by shape name.
+def own_seeds(run: Mapping[str, Any], case: Any, strategy: str, limits: Mapping[str, Any] | None = None,
+              earlier: Mapping[str, frozenset[str]] | None = None) -> dict[str, dict[str, Any]]:
+    """The configs ``strategy`` chose at the shapes a build tunes before ``case``, by shape name.
 
     What a build with ``strategy`` would have in hand when it reaches this shape
-    (it tunes the kernel's shapes in ``tuning_order`` and seeds each from the
-    ones finished before).  Only records of the same kernel source, made under
-    this seeding rule and search limits and without error, count.
+    (:class:`.seeding.BuildSeeds`); ``earlier`` from :func:`.seeding.build_earlier`.
     """
-    out: dict[str, dict[str, Any]] = {}
-    for label, rec_case in run.get("cases", {}).items():
-        if rec_case.get("kernel_id") != case.kernel_id or rec_case.get("shape_name") == case.spec.name:
-            continue
-        rec = rec_case.get("strategies", {}).get(strategy)
-        if (rec and not rec.get("error") and rec.get("config") and rec.get("source_hash") == case.source_hash
-                and made_as_now(rec, limits)):
-            out[rec_case["shape_name"]] = rec["config"]
-    return out
+    return BuildSeeds(run, earlier, {strategy: limits}).seeds(case_label(case.kernel_id, case.spec.name), strategy,
+                                                              case.source_hash)
 
 
 def _release(device: str) -> None:
@@ -310,7 +318,7 @@ RECORDED_APART = frozenset({"configs_tested", "seconds", "ms", "search_best_ms",
 
 def _run_one(store: Store, run: dict[str, Any], case: Any, name: str, budget: Any, device: str, dev_key: Any,
              llm: Any, peaks: Mapping[str, Any], opts: BenchOptions,
-             log: Callable[[str], None], engine: Engine) -> None:
+             log: Callable[[str], None], engine: Engine, earlier: Mapping[str, frozenset[str]] | None = None) -> None:
     from tuning.strategies import TuneContext, strategy_limits
     from tuning.tune import SEED_LIMIT
 
@@ -319,12 +327,12 @@ def _run_one(store: Store, run: dict[str, Any], case: Any, name: str, budget: An
     label = case_label(case.kernel_id, case.spec.name)
     # What a first build with this strategy would know here (SEEDING): its own earlier shapes, nothing from the lock.
     limits = strategy_limits(name)
-    own = own_seeds(run, case, name, limits) if name != BASELINE else {}
+    own = own_seeds(run, case, name, limits, earlier) if name != BASELINE else {}
     seeds = tuple(own.values())[:SEED_LIMIT]
     context = TuneContext(case.kernel_id, case.spec.name, seeds, llm if name in LLM_STRATEGIES else None)
     record: dict[str, Any] = {"strategy": name, "source_hash": case.source_hash, "spec": case.spec.declared,
                               "budget": budget.as_provenance(), "seeding": SEEDING, "strategy_limits": limits,
-                              "seeded_from_shapes": sorted(own)}
+                              "seeded_from_shapes": sorted(own), "seed_digest": seed_digest(own)}
     log(f"tune {label} with {name}")
     t0 = time.perf_counter()
     reset = getattr(case.kernel, "reset", None)

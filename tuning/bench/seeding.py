@@ -16,7 +16,9 @@ benchmark rule.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 SEEDING = "first build: this strategy's own results at the kernel's other shapes, earlier in build order (no lock entries)"
@@ -33,3 +35,105 @@ def seeded_as_now(record: Mapping[str, Any]) -> bool:
     """
     seeding = record.get("seeding")
     return seeding == SEEDING or (seeding == LOCK_SEEDING and not record.get("seeds_from_lock"))
+
+
+def build_earlier(declared: Sequence[str]) -> dict[str, frozenset[str]]:
+    """Per declared case label, the kernel's shapes a first build tunes before it.
+
+    A build tunes each kernel's shapes middle first (:func:`tuning.tune.middle_first`)
+    over all the shapes the package declares, so the set does not depend on which
+    cases a bench call picked: session 23 picked attention_causal small and medium
+    only (large had no baseline yet), and small ran first and cold where a build
+    tunes medium first and seeds small from it.
+    """
+    from tuning.tune import middle_first
+
+    by_kernel: dict[str, list[str]] = {}
+    for label in declared:
+        kernel, _, shape = label.rpartition("@")
+        by_kernel.setdefault(kernel, []).append(shape)
+    out: dict[str, frozenset[str]] = {}
+    for kernel, shapes in by_kernel.items():
+        order = middle_first(shapes)
+        for i, shape in enumerate(order):
+            out[f"{kernel}@{shape}"] = frozenset(order[:i])
+    return out
+
+
+def seed_digest(seeds: Mapping[str, Mapping[str, Any]]) -> str:
+    """A short fingerprint of the seeds a search started from (shape name -> config).
+
+    Stored with each record so a later rerun of an earlier shape, which changes the
+    config a build would hand this one, is seen as changed seeds and reruns it too.
+    """
+    text = json.dumps({k: seeds[k] for k in sorted(seeds)}, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+class BuildSeeds:
+    """What a first build would seed each strategy's search with, read from one store run.
+
+    ``earlier`` (from :func:`build_earlier`) bounds each case's seeds to the shapes a
+    build tunes before it; None (a store read away from its project) allows every
+    other shape, as before session 23, and checks only the rule.  ``limits``: today's
+    ``strategy_limits`` per strategy; a record made under other limits neither counts
+    as made now nor seeds a later shape.  ``complete``: a record also needs every
+    shape a build tunes before it to have a usable record (the report's view: a
+    case run cold because its earlier shape was not run yet is not a first build's
+    search); the bench leaves it off, so it reruns a case only when the seeds it
+    could have now differ, not forever while an earlier shape is missing.
+    """
+
+    def __init__(self, run: Mapping[str, Any], earlier: Mapping[str, frozenset[str]] | None,
+                 limits: Mapping[str, Any] | None, complete: bool = False) -> None:
+        self.run, self.earlier, self.limits, self.complete = run, earlier, limits, complete
+
+    def _record(self, label: str, strategy: str) -> Mapping[str, Any] | None:
+        return self.run.get("cases", {}).get(label, {}).get("strategies", {}).get(strategy)
+
+    def seeds(self, label: str, strategy: str, source_hash: str) -> dict[str, dict[str, Any]]:
+        """The configs ``strategy`` chose at the kernel's shapes a build tunes before ``label``, by shape name.
+
+        Only records of the same kernel source, without error and made as now
+        (:meth:`as_now`) count: a build would have exactly those results in hand.
+        """
+        kernel, _, shape = label.rpartition("@")
+        before = None if self.earlier is None else self.earlier.get(label, frozenset())
+        out: dict[str, dict[str, Any]] = {}
+        for other, case in sorted(self.run.get("cases", {}).items()):
+            if case.get("kernel_id") != kernel or case.get("shape_name") == shape:
+                continue
+            if before is not None and case.get("shape_name") not in before:
+                continue
+            rec = case.get("strategies", {}).get(strategy)
+            if (rec and not rec.get("error") and rec.get("config") and rec.get("source_hash") == source_hash
+                    and (self.limits is None or rec.get("strategy_limits") == self.limits.get(strategy))
+                    and self.as_now(other, strategy, rec)):
+                out[case["shape_name"]] = rec["config"]
+        return out
+
+    def as_now(self, label: str, strategy: str, record: Mapping[str, Any]) -> bool:
+        """Whether ``record``'s search started from what a first build gives it today.
+
+        The rule (:func:`seeded_as_now`) and, where the build order is known, the
+        seeds themselves: the shapes it took must be the earlier shapes with a
+        usable record now, and where the record kept a digest of their configs,
+        those configs.  Recursion ends: each step looks only at earlier shapes.
+        """
+        if not seeded_as_now(record):
+            return False
+        if self.earlier is None:
+            return True
+        expected = self.seeds(label, strategy, record.get("source_hash", ""))
+        if self.complete and set(expected) != self.earlier.get(label, frozenset()):
+            return False
+        return seeds_match(record, expected)
+
+
+def seeds_match(record: Mapping[str, Any], expected: Mapping[str, Mapping[str, Any]]) -> bool:
+    """Whether ``record``'s search started from ``expected`` (shape name -> config): the same shapes
+    and, where the record kept a digest of their configs (records from session 23 on), the same configs."""
+    if sorted(record.get("seeded_from_shapes") or []) != sorted(expected):
+        return False
+    digest = record.get("seed_digest")
+    return digest is None or digest == seed_digest(expected)
