@@ -12,6 +12,12 @@ kernel's other shapes.  Sessions 10 to 22 did exactly that (24 of 28 ``seeded``
 rows started from such entries); records made that way are reported apart and
 rerun.  Builds keep seeding from the lock: that is a product feature, not a
 benchmark rule.
+
+"Earlier in the build" is fixed by all the kernel's declared shapes
+(:func:`build_earlier`), not by the cases a bench call picks, and a record stands
+only while the seeds it took are the ones a build would hand it now
+(:class:`BuildSeeds`): the same earlier shapes and, by ``seed_digest``, the same
+configs there.
 """
 
 from __future__ import annotations
