@@ -227,7 +227,6 @@ def analyse(run: dict[str, Any], limits: dict[str, Any] | None = None,
     trial groups records by the search that made them (bench/variant_summary.py).
     """
     build = BuildSeeds(run, build_earlier(declared) if declared is not None else None, limits, complete=True)
-    named = name_of
     rows: list[dict[str, Any]] = []
     per: dict[str, list[dict[str, Any]]] = {}
     excluded: list[dict[str, str]] = []
@@ -237,7 +236,7 @@ def analyse(run: dict[str, Any], limits: dict[str, Any] | None = None,
         if _ok(base) and hit_seconds_cap(base):
             capped.append(label)
         for name, rec in sorted(case["strategies"].items(), key=lambda kv: (kv[0] != BASELINE, kv[0])):
-            name = named(name, rec) if named else display_name(
+            name = name_of(name, rec) if name_of else display_name(
                 name, rec, limits, None if name == BASELINE else build.as_now(label, name, rec))
             row: dict[str, Any] = {"case": label, "strategy": name, "record": rec, "ratios": None}
             per.setdefault(name, [])

@@ -187,16 +187,16 @@ def run_bench(opts: BenchOptions, log: Callable[[str], None] = _log, engine: Eng
     strategies.sort(key=lambda s: s != BASELINE)  # the baseline first: others are re-measured against it
 
     by_label = {case_label(c.kernel_id, c.spec.name): c for c in prep.cases}
+    earlier = build_earlier(list(by_label))
     if opts.cases is None:
-        cases = build_order(list(prep.cases), prep.cases)
+        cases = build_order(list(prep.cases), earlier)
     else:
         unknown = [c for c in opts.cases if c not in by_label]
         if unknown:
             raise KilnError(f"unknown case(s) {', '.join(unknown)}; declared: {', '.join(by_label)}")
-        cases = build_order([by_label[c] for c in opts.cases], prep.cases)
+        cases = build_order([by_label[c] for c in opts.cases], earlier)
     if opts.shard is not None:
         cases = select_shard(cases, *opts.shard)
-    earlier = build_earlier(list(by_label))
 
     store_path = opts.store or (opts.project / DEFAULT_STORE)
     store = Store.load(store_path)
@@ -237,22 +237,21 @@ def run_bench(opts: BenchOptions, log: Callable[[str], None] = _log, engine: Eng
     return store
 
 
-def build_order(picked: list[Any], declared: list[Any]) -> list[Any]:
+def build_order(picked: list[Any], earlier: Mapping[str, frozenset[str]]) -> list[Any]:
     """``picked`` with kernels in the order given and each kernel's shapes in a build's order.
 
-    A build tunes each kernel's *declared* shapes middle first (middle_first), and the
-    bench must seed as that build would.  The order comes from all the declared shapes,
-    not the picked ones: taking ``--cases`` in the order typed made another shape the
-    middle one (session 12), and so did a pick without the kernel's large shape
-    (session 23: attention_causal small ran first, cold, where a build starts at medium).
+    A build tunes each kernel's *declared* shapes middle first, and the bench must seed
+    as that build would.  The order comes from all the declared shapes, not the picked
+    ones: taking ``--cases`` in the order typed made another shape the middle one
+    (session 12), and so did a pick without the kernel's large shape (session 23:
+    attention_causal small ran first, cold, where a build starts at medium).  A shape's
+    place is the number of shapes a build tunes before it (``earlier``, from
+    :func:`.seeding.build_earlier`), so running and seeding read one order.
     """
-    from tuning.tune import tuning_order
-
-    position = {id(c): i for i, c in enumerate(tuning_order(list(declared)))}
     first: dict[str, int] = {}
     for i, c in enumerate(picked):
         first.setdefault(c.kernel_id, i)
-    return sorted(picked, key=lambda c: (first[c.kernel_id], position[id(c)]))
+    return sorted(picked, key=lambda c: (first[c.kernel_id], len(earlier[case_label(c.kernel_id, c.spec.name)])))
 
 
 def select_shard(cases: list[Any], index: int, count: int) -> list[Any]:

@@ -94,9 +94,6 @@ class BuildSeeds:
                  limits: Mapping[str, Any] | None, complete: bool = False) -> None:
         self.run, self.earlier, self.limits, self.complete = run, earlier, limits, complete
 
-    def _record(self, label: str, strategy: str) -> Mapping[str, Any] | None:
-        return self.run.get("cases", {}).get(label, {}).get("strategies", {}).get(strategy)
-
     def seeds(self, label: str, strategy: str, source_hash: str) -> dict[str, dict[str, Any]]:
         """The configs ``strategy`` chose at the kernel's shapes a build tunes before ``label``, by shape name.
 
