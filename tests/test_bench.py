@@ -297,6 +297,29 @@ def _store_of(cases: dict[str, dict[str, Any]], path: Path) -> Store:
     return Store(path, doc)
 
 
+def test_report_says_when_the_fresh_process_saw_far_more_than_the_search_and_where_a_wide_search_settled() -> None:
+    """Session 24's attention_causal@small: its search rated its pick 3.8% behind lfbo's best, the fresh
+    process 25% (at 0.018 ms, Helion's clock is mostly launch overhead); and a wide search that stood
+    within 1% of its final best long before it stopped says so, with the config count where it did."""
+    from tuning.bench.compare import settled_after, shortfall_why, slow_why
+
+    base = {"search_best_ms": 0.01763, "configs_tested": 529, "tuning_seconds": 290.7, "strategy_limits": {}}
+    rec = {"search_best_ms": 0.0183, "seeded_from_shapes": ["medium"], "configs_tested": 231, "tuning_seconds": 141.3,
+           "strategy_limits": {}, "trajectory": {"entries": 234, "points": [[1, 0.0434], [82, 0.0188], [128, 0.01846],
+                                                                         [234, 0.0183]]}}
+    why = shortfall_why(rec, base, 1.2512)
+    assert "already rated its pick 3.8% behind" in why
+    assert "the fresh process puts it 25.1% behind, over twice what the search saw (under 0.025 ms" in why
+    assert "small_kernel_finish" in why
+    # A gap the search saw most of is not blamed on the clock, and a slower kernel gets no launch-overhead remark.
+    assert "over twice" not in shortfall_why(rec, base, 1.06)
+    assert "launch overhead" not in shortfall_why({**rec, "search_best_ms": 0.05}, {**base, "search_best_ms": 0.04}, 1.9)
+
+    assert settled_after(rec) == (128, 234) and settled_after({"trajectory": {}}) is None
+    assert ("its search was wide: 231 configs against lfbo's 529 (2.29x fewer); within 1% of its final best after "
+            "the first 128 of 234 configs in its trajectory; 141 s against lfbo's 291 s") in slow_why(rec, base)
+
+
 def test_report_keeps_an_earlier_search_apart_and_says_why_a_case_misses_the_bar(tmp_path: Path) -> None:
     lf = {"b": [64]}
     older = {**LIMITS["seeded"], "with_seeds": {**LIMITS["seeded"]["with_seeds"], "polish_rounds": 2}}
