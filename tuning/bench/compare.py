@@ -193,7 +193,7 @@ def _where_it_showed(rec: dict[str, Any], base: dict[str, Any], ratio: float, st
         why += f"; the fresh process puts it {(ratio - 1) * 100:.1f}% behind, over twice what the search saw"
         if mine < SMALL_KERNEL_BELOW_MS:
             why += (f" (under {SMALL_KERNEL_BELOW_MS} ms, where Helion's clock is mostly launch overhead; the candidate "
-                    "fix, off until measured: seeded's small_kernel_finish, finalists re-timed on the fresh process's clock)")
+                    "fix, off: seeded's small_kernel_finish, finalists re-timed on the fresh process's clock)")
     return why
 
 

@@ -151,8 +151,13 @@ FIRST_POPULATION = {"seed_neighbours": 0}
 # ``search_best_ms`` against ``ms``).  Every small shape in the table reads under 0.025 ms in
 # its search (0.0074-0.0245) and every medium and large one over it (0.035 and up), where the
 # last choice as shipped did not pay for its time on attention (AS_SHIPPED above).  Cost,
-# estimated: a compile and three CUDA-graph timings per finalist, a few seconds for 8.  Not yet
-# measured on the GPU; try it with bench/seeded_variant.py (--set small_kernel_finish.finalists=8).
+# estimated: a compile and three CUDA-graph timings per finalist, a few seconds for 8.  Measured
+# once (session 20, bench/results/variants_session20/, finalists=8): rms_norm@small 1.195 against
+# lfbo (none of the search's 8 best was as fast as lfbo's pick on the judge's clock), swiglu@small
+# 0.995 (1.028 without it) for 15 s more, so it stays off.  Session 24's first-build attention picks
+# under 0.025 ms are the next cases for it: attention_causal@small's search read its pick 3.8%
+# behind lfbo's, the judge 25%; attention@small 5.5% and 11% (bench/results/store.json).  Try it
+# with bench/seeded_variant.py (--set small_kernel_finish.finalists=8).
 SMALL_KERNEL_FINISH = {"finalists": 0}
 SMALL_KERNEL_BELOW_MS = 0.025
 
