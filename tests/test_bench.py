@@ -684,7 +684,7 @@ def test_bench_seeds_by_the_declared_build_order_whichever_cases_are_picked(tmp_
     assert seeds[("pkg.m:k@medium", "seeded")] == ()
     assert [c["by"] for c in seeds[("pkg.m:k@small", "seeded")]] == ["seeded@medium"]
 
-    def seeded_records() -> dict[str, dict[str, Any]]:
+    def seeded_records() -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
         doc = json.loads(store_path.read_text())
         return doc, {c["shape_name"]: c["strategies"]["seeded"] for c in next(iter(doc["runs"].values()))["cases"].values()
                      if "seeded" in c["strategies"]}
