@@ -16,46 +16,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 from pathlib import Path
 from typing import Any
 
-_TUNE = re.compile(r"^kiln bench: tune (\S+) with seeded$")
-_MAIN_END = re.compile(r"^\[(\d+)s\] (Generation \d+ complete|Autotuning stop at generation)")
-_MIN = re.compile(r"\bmin=([0-9.]+)")
-_POLISH = re.compile(r"^\[(\d+)s\] Polish round (\d+): (\d+) neighbors, best ([0-9.]+)ms")
-_DONE = re.compile(r"^\[(\d+(?:\.\d+)?)s\] Autotuning complete in ([0-9.]+)s after searching (\d+) configs")
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.seeded_phases import parse  # noqa: E402  (one reader of seeded's log lines for both replays)
 
 CAPS = (0, 1, 2, 3)
-
-
-def parse(path: Path) -> list[dict[str, Any]]:
-    """Every seeded search in one log that ran to `Autotuning complete`."""
-    searches: list[dict[str, Any]] = []
-    cur: dict[str, Any] | None = None
-    for line in path.read_text(errors="replace").splitlines():
-        if m := _TUNE.match(line):
-            cur = {"case": m.group(1), "log": str(path), "main_end_s": None, "main_best_ms": None, "rounds": []}
-            continue
-        if cur is None:
-            continue
-        if line.startswith("kiln bench: tune "):  # another strategy's search: this one never finished
-            cur = None
-            continue
-        if m := _MAIN_END.match(line):
-            cur["main_end_s"] = int(m.group(1))
-        elif (m := _MIN.search(line)) and not cur["rounds"]:
-            cur["main_best_ms"] = float(m.group(1))
-        elif m := _POLISH.match(line):
-            cur["rounds"].append({"round": int(m.group(2)), "end_s": int(m.group(1)),
-                                  "neighbors": int(m.group(3)), "best_ms": float(m.group(4))})
-        elif m := _DONE.match(line):
-            cur["total_s"] = float(m.group(2))
-            cur["configs"] = int(m.group(3))
-            searches.append(cur)
-            cur = None
-    return searches
 
 
 def with_caps(search: dict[str, Any]) -> dict[str, Any]:

@@ -454,6 +454,45 @@ def test_polish_replay_reads_rounds_back_from_a_log(tmp_path: Path) -> None:
     assert main([str(log), "--out", str(out)]) == 0 and len(json.loads(out.read_text())["searches"]) == 1
 
 
+def test_seeded_phases_splits_a_logged_search_and_estimates_shorter_compile_waits(tmp_path: Path) -> None:
+    """bench/seeded_phases.py on a log shaped like session 24's swiglu@large (shortened), judged against a store."""
+    from bench.seeded_phases import main, parse, phases, shorter_waits_saving
+
+    log = tmp_path / "table.log"
+    log.write_text("\n".join([
+        "kiln bench: tune p.m:k@large with seeded",
+        "[2s] Starting with seed/default configs",
+        "[23s] Timeout after 20s compiling Config(block_sizes=[256, 256])",
+        "[43s] Adaptive compile timeout: 10s (90% percentile=8.1s, bounds=[10s, 20s])",
+        "[44s] Qualified population of 24, 2 retained search paths: ",
+        "timeout=1 ok=23 | min=0.3204 mid=0.4829 max=26.5332",
+        "[50s] Timeout after 10s compiling Config(block_sizes=[512, 64])",
+        "[52s] Timeout after 10s compiling Config(block_sizes=[512, 128])",
+        "[60s] Generation 2 complete: ",
+        "[60s] Autotuning stop at generation 3 because of no active search path",
+        "[64s] Polish round 1: 24 of 40 (surrogate-picked) neighbors, best 0.3150ms",
+        "[67s] Autotuning complete in 67.0s after searching 82 configs.",
+    ]) + "\n")
+    (search,) = parse(log)
+    assert search["rounds"][0]["neighbors"] == 24 and search["adaptive"] == {"timeout_s": 10, "p90_s": 8.1}
+    assert phases(search) == {"first_population_s": 44.0, "main_s": 16.0, "polish_s": 4.0, "finish_s": 3.0}
+    # The first population's 20 s wait drops to the 10 s cap; the generations' two overlapping 10 s waits
+    # count once and drop to Helion's adaptive timeout under the new floor (its 90th percentile, 8 s).
+    assert shorter_waits_saving(search) == {"waits": 2, "waited_s": 30, "saved_s": 12, "later_timeout_s": 8}
+
+    store = tmp_path / "store.json"
+    rec = {"tuning_seconds": 67.4}
+    store.write_text(json.dumps({"format": 1, "runs": {"k": {"cases": {
+        "p.m:k@large": {"strategies": {"seeded": rec, "lfbo": {"tuning_seconds": 335.0}}},
+        "p.m:k@small": {"strategies": {"seeded": {"tuning_seconds": 50.0}, "lfbo": {"tuning_seconds": 100.0}}}}}}}))
+    out = tmp_path / "phases.json"
+    assert main([str(log), "--store", str(store), "--out", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert list(doc["cases"]) == ["p.m:k@large"] and doc["no_matching_log"] == ["p.m:k@small"]
+    assert doc["cases"]["p.m:k@large"]["time_ratio_shorter_waits"] == round(335.0 / (67.4 - 12), 3)
+    assert doc["geomean_time_ratio"] == pytest.approx(335.0 / 67.4)
+
+
 def _variant_groups(path: Path, cases: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """bench/variant_summary.py's groups for a one-run store holding ``cases`` (label -> strategy -> record)."""
     from bench.variant_summary import summarise
