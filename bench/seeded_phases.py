@@ -1,15 +1,17 @@
 """Where each `seeded` search's seconds went, read back from `kiln bench` logs (no GPU).
 
 Why: `seeded` misses the 4x time bar (session 25: 3.63x over 29 first-build cases) and
-three candidate fixes each cut a different phase: shorter compile waits (the first
+the candidate fixes each cut a different phase: shorter compile waits (the first
 population and every later generation wait for their slowest compile up to a timeout),
-a bounded polish, a sharper stop.  Before spending device time on a trial, this splits
-every logged search into its phases (first population, main generations, polish
-rounds, Helion's final verification), finds the compile timeouts each phase waited on,
-and estimates what shorter waits would have given every case in the report.  It
-estimates from the search's own log; it does not measure: with shorter waits a compile
-that would have finished between the two limits is lost, and the search may then walk
-another path.
+a warm benchmark worker (the first population waits for Helion's to start), a bounded
+polish, a sharper stop.  Before spending device time on a trial, this splits every
+logged search into its phases (first population, main generations, polish rounds,
+Helion's final verification), finds the compile timeouts each phase waited on and the
+first population's seconds outside Helion's progress bars, and estimates what shorter
+waits, or a warm worker saving a fixed ``WARM_WORKER_SAVES_S`` a search, would have
+given every case in the report.  It estimates from the search's own log; it does not
+measure: with shorter waits a compile that would have finished between the two limits
+is lost, and the search may then walk another path.
 
     python bench/seeded_phases.py bench/logs/table_session2[1-5]/*.log \\
         --store bench/results/store.json --out bench/results/seeded_phases.json
@@ -37,11 +39,15 @@ _TIMEOUT = re.compile(r"^Timeout after (\d+)s compiling")
 _MAIN_END = re.compile(r"^(Generation \d+ complete|Autotuning stop at generation)")
 _MIN = re.compile(r"\bmin=([0-9.]+)")
 _POLISH = re.compile(r"^Polish round (\d+): (\d+)(?: of \d+ \(surrogate-picked\))? neighbors, best ([0-9.]+)ms")
+_FIRST_BAR = re.compile(r"^Initial population (?:precompiling|exploring neighbors)\b.*?(\d+)/\d+\s+([0-9.]+) configs/s")
 _DONE = re.compile(r"^Autotuning complete in ([0-9.]+)s after searching (\d+) configs")
 
 # The trial these estimates are for (bench/seeded_variant.py --set fast_finish.compile_timeout_s=10
 # --set fast_finish.adaptive_timeout_floor_s=5; session 20 measured it on two cases).
 SHORTER_WAITS = {"compile_timeout_s": 10, "adaptive_timeout_floor_s": 5}
+# The warm worker's estimate (tuning/strategies/warm_worker.py): this much less per search, under the
+# 14-24 s the logged first populations spent outside Helion's bars.
+WARM_WORKER_SAVES_S = 15.0
 MATCH_WITHIN_S = 3.0  # a log's "Autotuning complete in" against the record's tuning seconds
 
 
@@ -52,7 +58,7 @@ def parse(path: Path) -> list[dict[str, Any]]:
     for line in path.read_text(errors="replace").splitlines():
         if m := _TUNE.match(line):
             cur = {"case": m.group(1), "log": str(path), "first_population_end_s": None, "adaptive": None,
-                   "main_end_s": None, "main_best_ms": None, "rounds": [], "timeouts": []}
+                   "main_end_s": None, "main_best_ms": None, "rounds": [], "timeouts": [], "first_bars_s": 0.0}
             continue
         if cur is None:
             continue
@@ -60,6 +66,9 @@ def parse(path: Path) -> list[dict[str, Any]]:
             cur = None
             continue
         stamp = _STAMP.match(line)
+        if stamp is None and (m := _FIRST_BAR.match(line)) and float(m.group(2)) > 0:
+            cur["first_bars_s"] += int(m.group(1)) / float(m.group(2))  # items after the first, at the bar's rate
+            continue
         if stamp is None:
             if (m := _MIN.search(line)) and not cur["rounds"]:
                 cur["main_best_ms"] = float(m.group(1))
@@ -91,6 +100,19 @@ def phases(search: dict[str, Any]) -> dict[str, float]:
     polish_end = search["rounds"][-1]["end_s"] if search["rounds"] else main_end
     return {"first_population_s": first, "main_s": main_end - first, "polish_s": polish_end - main_end,
             "finish_s": round(search["total_s"] - polish_end, 1)}
+
+
+def outside_bars(search: dict[str, Any]) -> float | None:
+    """Seconds of the first population outside Helion's two progress bars (None if the log has no bars).
+
+    Rich rates a bar from the items after its first, so this is the bars' first items
+    (the first compile and the first benchmark, which waits for Helion's benchmark worker
+    to start) plus whatever ran between them.
+    """
+    if not search["first_bars_s"] or search["first_population_end_s"] is None:
+        return None
+    outside = search["first_population_end_s"] - search["first_bars_s"]
+    return round(outside, 1) if outside >= 0 else None  # a bar over Rich's 30 s rate window reads too slow
 
 
 def _segments(search: dict[str, Any]) -> list[float]:
@@ -129,7 +151,7 @@ def _geomean(xs: list[float]) -> float | None:
 
 def against_store(rows: dict[str, dict[str, Any]], store: dict[str, Any]) -> dict[str, Any]:
     """Keep the searches the store's `seeded` records came from; time ratios now and with shorter waits."""
-    kept, unmatched, now, shorter = {}, [], [], []
+    kept, unmatched, now, shorter, warm = {}, [], [], [], []
     for run in store["runs"].values():
         for case, entry in sorted(run["cases"].items()):
             mine, base = entry["strategies"].get("seeded"), entry["strategies"].get("lfbo")
@@ -141,12 +163,15 @@ def against_store(rows: dict[str, dict[str, Any]], store: dict[str, Any]) -> dic
                 continue
             seconds = mine["tuning_seconds"]
             ratio, est = base["tuning_seconds"] / seconds, base["tuning_seconds"] / (seconds - row["shorter_waits"]["saved_s"])
+            warmer = base["tuning_seconds"] / (seconds - WARM_WORKER_SAVES_S)
             kept[case] = {**row, "tuning_seconds": seconds, "lfbo_seconds": base["tuning_seconds"],
-                          "time_ratio": round(ratio, 3), "time_ratio_shorter_waits": round(est, 3)}
+                          "time_ratio": round(ratio, 3), "time_ratio_shorter_waits": round(est, 3),
+                          "time_ratio_warm_worker": round(warmer, 3)}
             now.append(ratio)
             shorter.append(est)
-    return {"cases": kept, "no_matching_log": unmatched,
-            "geomean_time_ratio": _geomean(now), "geomean_time_ratio_shorter_waits": _geomean(shorter)}
+            warm.append(warmer)
+    return {"cases": kept, "no_matching_log": unmatched, "geomean_time_ratio": _geomean(now),
+            "geomean_time_ratio_shorter_waits": _geomean(shorter), "geomean_time_ratio_warm_worker": _geomean(warm)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -159,13 +184,14 @@ def main(argv: list[str] | None = None) -> int:
     for path in args.logs:
         for s in parse(path):
             rows[s["case"]] = {"case": s["case"], "log": s["log"], "total_s": s["total_s"], "configs": s["configs"],
-                               "phases": phases(s), "shorter_waits": shorter_waits_saving(s),
+                               "phases": phases(s), "outside_bars_s": outside_bars(s), "shorter_waits": shorter_waits_saving(s),
                                "polish_rounds": len(s["rounds"])}
     if not rows:
         print("seeded_phases: no finished seeded search in these logs", file=sys.stderr)
         return 1
-    doc: dict[str, Any] = {"source": "kiln bench logs (search clock; the shorter-waits column is an estimate, not a measurement)",
-                           "shorter_waits": SHORTER_WAITS}
+    doc: dict[str, Any] = {"source": "kiln bench logs (search clock; the shorter-waits and warm-worker columns are estimates, "
+                                     "not measurements)", "shorter_waits": SHORTER_WAITS,
+                           "warm_worker_saves_s": WARM_WORKER_SAVES_S}
     if args.store:
         doc.update(against_store(rows, json.loads(args.store.read_text())))
         shown = doc["cases"]
@@ -175,11 +201,14 @@ def main(argv: list[str] | None = None) -> int:
         p, w = r["phases"], r["shorter_waits"]
         ratio = f" | {r['time_ratio']:.2f}x -> {r['time_ratio_shorter_waits']:.2f}x" if "time_ratio" in r else ""
         print(f"{case.split(':')[-1]:<26} {r['total_s']:6.1f} s: first {p['first_population_s']:4.0f} main {p['main_s']:4.0f} "
-              f"polish {p['polish_s']:4.0f} ({r['polish_rounds']}r) finish {p['finish_s']:4.1f} | "
+              f"polish {p['polish_s']:4.0f} ({r['polish_rounds']}r) finish {p['finish_s']:4.1f} "
+              f"(first population outside bars {r['outside_bars_s']} s) | "
               f"timeouts waited {w['waited_s']:3d} s, shorter waits save {w['saved_s']:3d} s{ratio}")
     if args.store:
-        print(f"geomean time ratio {doc['geomean_time_ratio']:.3f} -> {doc['geomean_time_ratio_shorter_waits']:.3f} "
-              f"(estimate) over {len(shown)} cases; no matching log: {', '.join(doc['no_matching_log']) or 'none'}")
+        print(f"geomean time ratio {doc['geomean_time_ratio']:.3f}; estimates: shorter waits "
+              f"{doc['geomean_time_ratio_shorter_waits']:.3f}, warm worker ({WARM_WORKER_SAVES_S:.0f} s a search) "
+              f"{doc['geomean_time_ratio_warm_worker']:.3f}; over {len(shown)} cases; "
+              f"no matching log: {', '.join(doc['no_matching_log']) or 'none'}")
     if args.out:
         args.out.write_text(json.dumps(doc, indent=1) + "\n")
     return 0

@@ -24,6 +24,7 @@ from .first_population import pad_with_seed_neighbours
 from .lfbo import apply_budget_settings, run_search, search_kwargs
 from .polish import bound_polish
 from .seed_transfer import reduction_axes, transfer_seeds
+from .warm_worker import warm_worker
 
 # Search limits.  Explicit budget keys win.  Both tables are Helion's quick profile
 # (initial_population 30, copies 2, max_generations 5, polish_rounds 10), the
@@ -177,6 +178,17 @@ SMALL_KERNEL_BELOW_MS = 0.025
 SEARCH_STOP = {"patience": 0}
 
 
+# Warm worker (warm_worker.py): ``prestart`` = 1 keeps a Helion benchmark worker process spawned
+# ahead of each search, so the search adopts it instead of waiting for a new one's imports.  Off:
+# a candidate fix for seeded's time ratio (3.63x over 29 first-build cases, session 25).  Every
+# logged first population spent 14-24 s outside Helion's progress bars, where that cold start
+# falls (bench/results/seeded_phases.json, ``outside_bars_s``); 15 s less on each of the 28
+# matched searches would give 4.24x (an estimate from the store's seconds, not a measurement).
+# It changes no config the search tries, only what it waits for.  Try it with
+# bench/seeded_variant.py (--set warm_worker.prestart=1).
+WARM_WORKER = {"prestart": 0}
+
+
 def shipped_finalists(search_best_ms: float | None) -> tuple[int, str]:
     """How many finalists to re-time as shipped after the search, and why (empty when none)."""
     if AS_SHIPPED["finalists"] > 0:
@@ -290,7 +302,7 @@ def option_tables() -> dict[str, dict[str, int]]:
     """seeded's optional candidate tables by name, read when called (tests and variants may swap them)."""
     return {"polish": POLISH, "seed_variants": SEED_VARIANTS, "search_clock": SEARCH_CLOCK,
             "first_population": FIRST_POPULATION, "small_kernel_finish": SMALL_KERNEL_FINISH,
-            "search_stop": SEARCH_STOP}
+            "search_stop": SEARCH_STOP, "warm_worker": WARM_WORKER}
 
 
 def search_limits(options: Sequence[str] | None = None) -> dict[str, Any]:
@@ -341,6 +353,7 @@ class SeededStrategy:
             finish = fast_finish(search)
             polish = bound_polish(search, POLISH["max_neighbors"])
             first = pad_with_seed_neighbours(search, seeds, FIRST_POPULATION["seed_neighbours"])
+            warm = warm_worker(search, WARM_WORKER["prestart"])
             outcome = run_search(search, budget.max_configs)
         count, why = shipped_finalists(outcome.search_best_ms)
         if count > 0:
@@ -366,5 +379,7 @@ class SeededStrategy:
             outcome.extra["first_population"] = first
         if stop:
             outcome.extra["search_stop"] = stop
+        if warm:
+            outcome.extra["warm_worker"] = warm  # how many worker starts took the spare
         outcome.extra.update(clock)
         return outcome
