@@ -180,8 +180,8 @@ SEARCH_STOP = {"patience": 0}
 
 # Warm worker (warm_worker.py): ``prestart`` = 1 keeps a Helion benchmark worker process spawned
 # ahead of each search, so the search adopts it instead of waiting for a new one's imports.  Off:
-# a candidate fix for seeded's time ratio (3.63x over 29 first-build cases, session 25).  Every
-# logged first population spent 14-24 s outside Helion's progress bars, where that cold start
+# a candidate fix for seeded's time ratio (3.63x over 29 first-build cases, session 25).  27 of
+# 28 logged first populations spent 14-24 s outside Helion's progress bars, where that cold start
 # falls (bench/results/seeded_phases.json, ``outside_bars_s``); 15 s less on each of the 28
 # matched searches would give 4.24x (an estimate from the store's seconds, not a measurement).
 # It changes no config the search tries, only what it waits for.  Try it with

@@ -4,10 +4,11 @@ Why: Helion 1.5 times every candidate in a long-lived *spawn* subprocess
 (``autotune_benchmark_subprocess``, on by default), started lazily by the first
 benchmark of each search and again after every crash that kills it (a config
 that hits a misaligned address, say).  Its cold start is a new Python importing
-torch and Helion.  In every seeded search of sessions 21-25 on the H200 the
-first population spent 14-24 s outside Helion's progress bars
-(``bench/seeded_phases.py``), which is where that cold start falls: the first
-benchmark waits for it, and Rich's bars rate only the items after the first.
+torch and Helion.  In 27 of the 28 seeded searches of sessions 21-25 on the H200
+whose logs we have, the first population spent 14-24 s outside Helion's progress bars
+(``bench/seeded_phases.py``; the 28th, gdn large, has a bar too long to read), which
+is where that cold start falls: the first benchmark waits for it, and Rich's bars
+rate only the items after the first.
 Our own fresh-process judge imports the same modules in 13-18 s.  That is a
 fifth to a third of a 60-80 s search on the small kernels, and mamba2's full
 lfbo search, respawning after each of the 15 configs that crashed its worker
