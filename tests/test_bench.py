@@ -1062,3 +1062,25 @@ def test_variant_labels_tell_apart_trials_that_differ_one_table_down() -> None:
     assert limits_label(finish, today) == "today's search but small_kernel_finish={\"finalists\": 8}"
     assert limits_label({"with_seeds": {"copies": 2}}, today) == "today's search but fast_finish=absent"
     assert limits_label(None, today) == "older search (limits not recorded)"
+
+
+def test_crash_bisect_reads_the_crashed_configs_of_one_case_back_from_a_log() -> None:
+    """bench/probes/crash_bisect.py: the configs Helion printed after a crash, only the asked case's, and their variants."""
+    from bench.probes.crash_bisect import crashed_configs, variants
+
+    printed = ("  Config: @helion.kernel(config=helion.Config(block_sizes=[16, 8, 16], host_tensor_descriptors=True, "
+               "indexing=['tensor_descriptor', 'pointer'], range_flattens=[None, False], pid_type='flat'), static_shapes=True)")
+    log = "\n".join([
+        "kiln bench: tune p.m:k@medium with lfbo",
+        "[35s] Skipping config that triggered an unrecoverable runtime error in the benchmark subprocess: "
+        "AcceleratorError: CUDA error: misaligned address",
+        printed,
+        "kiln bench: tune p.m:other@medium with lfbo",
+        printed.replace("[16, 8, 16]", "[64, 64, 64]"),
+    ])
+    (config,) = crashed_configs(log, "p.m:k@medium")
+    assert config == {"block_sizes": [16, 8, 16], "host_tensor_descriptors": True,
+                      "indexing": ["tensor_descriptor", "pointer"], "range_flattens": [None, False], "pid_type": "flat"}
+    tried = variants(config)
+    assert tried["pointers_only"]["indexing"] == ["pointer", "pointer"] and not tried["pointers_only"]["host_tensor_descriptors"]
+    assert tried["tiles_16_to_32"]["block_sizes"] == [32, 8, 32] and tried["as_logged"] == config
