@@ -25,11 +25,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import re
 import sys
 from pathlib import Path
 from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tuning.bench.compare import geomean  # noqa: E402  (the report's geomean, so the ratios match it)
 
 _TUNE = re.compile(r"^kiln bench: tune (\S+) with seeded$")
 _STAMP = re.compile(r"^\[(\d+(?:\.\d+)?)s\] (.*)$")
@@ -66,11 +70,10 @@ def parse(path: Path) -> list[dict[str, Any]]:
             cur = None
             continue
         stamp = _STAMP.match(line)
-        if stamp is None and (m := _FIRST_BAR.match(line)) and float(m.group(2)) > 0:
-            cur["first_bars_s"] += int(m.group(1)) / float(m.group(2))  # items after the first, at the bar's rate
-            continue
-        if stamp is None:
-            if (m := _MIN.search(line)) and not cur["rounds"]:
+        if stamp is None:  # unstamped: a progress bar's last line, or a population's statistics
+            if (m := _FIRST_BAR.match(line)) and float(m.group(2)) > 0:
+                cur["first_bars_s"] += int(m.group(1)) / float(m.group(2))  # items after the first, at the bar's rate
+            elif (m := _MIN.search(line)) and not cur["rounds"]:
                 cur["main_best_ms"] = float(m.group(1))
             continue
         at, msg = float(stamp.group(1)), stamp.group(2)
@@ -117,9 +120,10 @@ def outside_bars(search: dict[str, Any]) -> float | None:
 
 def _segments(search: dict[str, Any]) -> list[float]:
     """Phase boundaries in search seconds: each generation and polish round waits for its own slowest compile."""
-    marks = [search["first_population_end_s"] or 0.0]
-    marks += [r["end_s"] for r in search["rounds"]]
-    return sorted(set(marks + ([search["main_end_s"]] if search["main_end_s"] is not None else [])))
+    marks = {search["first_population_end_s"] or 0.0, *(r["end_s"] for r in search["rounds"])}
+    if search["main_end_s"] is not None:
+        marks.add(search["main_end_s"])
+    return sorted(marks)
 
 
 def shorter_waits_saving(search: dict[str, Any], waits: dict[str, int] = SHORTER_WAITS) -> dict[str, Any]:
@@ -145,10 +149,6 @@ def shorter_waits_saving(search: dict[str, Any], waits: dict[str, int] = SHORTER
     return {"waits": len(worst), "waited_s": sum(worst.values()), "saved_s": saved, "later_timeout_s": later}
 
 
-def _geomean(xs: list[float]) -> float | None:
-    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
-
-
 def against_store(rows: dict[str, dict[str, Any]], store: dict[str, Any]) -> dict[str, Any]:
     """Keep the searches the store's `seeded` records came from; time ratios now and with shorter waits."""
     kept, unmatched, now, shorter, warm = {}, [], [], [], []
@@ -170,8 +170,8 @@ def against_store(rows: dict[str, dict[str, Any]], store: dict[str, Any]) -> dic
             now.append(ratio)
             shorter.append(est)
             warm.append(warmer)
-    return {"cases": kept, "no_matching_log": unmatched, "geomean_time_ratio": _geomean(now),
-            "geomean_time_ratio_shorter_waits": _geomean(shorter), "geomean_time_ratio_warm_worker": _geomean(warm)}
+    return {"cases": kept, "no_matching_log": unmatched, "geomean_time_ratio": geomean(now),
+            "geomean_time_ratio_shorter_waits": geomean(shorter), "geomean_time_ratio_warm_worker": geomean(warm)}
 
 
 def main(argv: list[str] | None = None) -> int:

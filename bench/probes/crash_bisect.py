@@ -83,7 +83,11 @@ def run_trial(case: Any, config: dict[str, Any]) -> dict[str, Any]:
     proc = ctx.Process(target=_trial, args=(case, config, child))
     proc.start()
     child.close()
-    result = parent.recv() if parent.poll(TRIAL_TIMEOUT_S) else {"ok": False, "error": f"no answer in {TRIAL_TIMEOUT_S:.0f} s"}
+    try:
+        result = parent.recv() if parent.poll(TRIAL_TIMEOUT_S) else {"ok": False, "error": f"no answer in {TRIAL_TIMEOUT_S:.0f} s"}
+    except EOFError:  # the child died before it could answer (a hard crash is an answer too)
+        proc.join(timeout=10)
+        result = {"ok": False, "error": f"child exited with code {proc.exitcode} before answering"}
     proc.join(timeout=10)
     if proc.is_alive():
         proc.kill()
@@ -105,6 +109,10 @@ def main() -> int:
 
     prep = prepare_build(ROOT, {}, tune=False)
     case = {case_label(c.kernel_id, c.spec.name): c for c in prep.cases}[ns.case]
+    import torch
+
+    if torch.cuda.is_initialized():  # a forked child could not use CUDA then
+        raise SystemExit("crash_bisect: CUDA was initialized before forking; the trials would not run")
     configs = crashed_configs(ns.log.read_text(errors="replace"), ns.case)[: ns.limit]
     doc: dict[str, Any] = {"what": __doc__.split("\n\n")[0], "case": ns.case, "log": str(ns.log),
                            "versions": toolchain_versions(), "trials": []}
