@@ -1084,3 +1084,16 @@ def test_crash_bisect_reads_the_crashed_configs_of_one_case_back_from_a_log() ->
     tried = variants(config)
     assert tried["pointers_only"]["indexing"] == ["pointer", "pointer"] and not tried["pointers_only"]["host_tensor_descriptors"]
     assert tried["tiles_16_to_32"]["block_sizes"] == [32, 8, 32] and tried["as_logged"] == config
+
+
+def test_crash_bisect_plans_the_case_in_the_forked_child_and_reports_a_bad_label() -> None:
+    """Planning asks the GPU its name, so the probe plans in each child, never in the parent (on the H200 the parent
+    had initialized CUDA and refused to fork); a label that names no declared case comes back as the trial's error."""
+    import torch
+
+    from bench.probes.crash_bisect import run_trial
+
+    result = run_trial("model_kernels.nope:nope@medium", {})
+    assert not result["ok"] and "no declared case 'model_kernels.nope:nope@medium'" in result["error"]
+    assert "declared: model_kernels.attention:attention@large" in result["error"]
+    assert not torch.cuda.is_initialized()

@@ -58,7 +58,19 @@ def variants(config: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _trial(case: Any, config: dict[str, Any], conn: Any) -> None:
+def _case(label: str) -> Any:
+    """The declared case ``label``, planned in the child: planning asks the GPU its name, and a parent
+    that initialized CUDA could not fork usable children (session 26's first run stopped there)."""
+    from build_backend.builder import prepare_build
+    from tuning.bench.store import case_label
+
+    cases = {case_label(c.kernel_id, c.spec.name): c for c in prepare_build(ROOT, {}, tune=False).cases}
+    if label not in cases:
+        raise KeyError(f"no declared case {label!r}; declared: {', '.join(sorted(cases))}")
+    return cases[label]
+
+
+def _trial(label: str, config: dict[str, Any], conn: Any) -> None:
     """In the forked child: compile, run once, synchronize; report ok or the error's first line."""
     try:
         import helion
@@ -66,6 +78,7 @@ def _trial(case: Any, config: dict[str, Any], conn: Any) -> None:
 
         from tuning.specs import make_inputs
 
+        case = _case(label)
         args = make_inputs(case.spec, case.kernel, "cuda")
         compiled = case.kernel.bind(args).compile_config(helion.Config(**config), allow_print=False)
         compiled(*args)
@@ -75,12 +88,12 @@ def _trial(case: Any, config: dict[str, Any], conn: Any) -> None:
         conn.send({"ok": False, "error": f"{type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}"})
 
 
-def run_trial(case: Any, config: dict[str, Any]) -> dict[str, Any]:
+def run_trial(label: str, config: dict[str, Any]) -> dict[str, Any]:
     import multiprocessing
 
     ctx = multiprocessing.get_context("fork")
     parent, child = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_trial, args=(case, config, child))
+    proc = ctx.Process(target=_trial, args=(label, config, child))
     proc.start()
     child.close()
     try:
@@ -103,13 +116,9 @@ def main() -> int:
     ns = ap.parse_args()
     os.environ["CUDA_LAUNCH_BLOCKING"] = "1"  # read when each child initializes CUDA
 
-    from build_backend.builder import prepare_build
-    from tuning.bench.store import case_label
-    from tuning.versions import toolchain_versions
-
-    prep = prepare_build(ROOT, {}, tune=False)
-    case = {case_label(c.kernel_id, c.spec.name): c for c in prep.cases}[ns.case]
     import torch
+
+    from tuning.versions import toolchain_versions
 
     if torch.cuda.is_initialized():  # a forked child could not use CUDA then
         raise SystemExit("crash_bisect: CUDA was initialized before forking; the trials would not run")
@@ -118,7 +127,7 @@ def main() -> int:
                            "versions": toolchain_versions(), "trials": []}
     for i, config in enumerate(configs):
         for name, trial in variants(config).items():
-            result = run_trial(case, trial)
+            result = run_trial(ns.case, trial)
             doc["trials"].append({"config": i, "variant": name, **result, "block_sizes": trial.get("block_sizes")})
             print(f"config {i} {name}: {'ok' if result['ok'] else result['error']}", flush=True)
             ns.out.write_text(json.dumps(doc, indent=1) + "\n")
