@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import importlib
 import json
 import os
 import re
@@ -120,6 +121,8 @@ def main() -> int:
 
     from tuning.versions import toolchain_versions
 
+    for module in ("helion", "build_backend.builder", "tuning.specs"):  # once here, not in every forked child
+        importlib.import_module(module)  # (none of them touches CUDA; the check below says if that changes)
     if torch.cuda.is_initialized():  # a forked child could not use CUDA then
         raise SystemExit("crash_bisect: CUDA was initialized before forking; the trials would not run")
     configs = crashed_configs(ns.log.read_text(errors="replace"), ns.case)[: ns.limit]
