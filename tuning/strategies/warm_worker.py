@@ -103,7 +103,8 @@ def _take() -> dict[str, Any] | None:
 
 
 def release() -> None:
-    """Stop the spare (a build's last search leaves one waiting)."""
+    """Stop the spare now.  Nothing in a build calls this: the spare its last search leaves holds no
+    CUDA context and dies with the build process; the tests stop it between cases."""
     global _spare
     spare, _spare = _spare, None
     if spare is not None:
