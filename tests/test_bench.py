@@ -1097,3 +1097,17 @@ def test_crash_bisect_plans_the_case_in_the_forked_child_and_reports_a_bad_label
     assert not result["ok"] and "no declared case 'model_kernels.nope:nope@medium'" in result["error"]
     assert "declared: model_kernels.attention:attention@large" in result["error"]
     assert not torch.cuda.is_initialized()
+
+
+def test_crash_bisect_spawns_its_trials_when_the_parent_touched_the_cuda_driver(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Session 27's forked trials all failed with "CUDA error: initialization error": an import had called
+    ``torch.cuda.is_available()`` (cuInit) while torch still said uninitialized.  The probe now checks the driver
+    itself and spawns fresh children then; a spawned trial runs the same code and answers the same way."""
+    from bench.probes import crash_bisect
+
+    assert not crash_bisect.cuda_driver_initialized()  # no GPU driver here: nothing to inherit, forking is safe
+    assert crash_bisect.start_method() == "fork"
+    monkeypatch.setattr(crash_bisect, "cuda_driver_initialized", lambda: True)
+    assert crash_bisect.start_method() == "spawn"
+    result = crash_bisect.run_trial("model_kernels.nope:nope@medium", {}, "spawn")
+    assert not result["ok"] and "no declared case 'model_kernels.nope:nope@medium'" in result["error"]

@@ -6,9 +6,14 @@ respawn (logged about 20 s apart), so its baseline will run to the 900 s cap.  T
 each crashed ``helion.Config(...)``.  All 15 tile the inner ``tile_j`` loop by 16 and 14 of them
 the chunk rows by 16, while no single load or store is a tensor descriptor in all 15; this
 runs each crashed config again as logged, with every tensor descriptor turned into a pointer,
-and with every 16-wide tile widened to 32, each in a forked child (a crash poisons the CUDA
-context; the parent never touches CUDA, so forking it is safe), with CUDA_LAUNCH_BLOCKING=1 so
-the error is reported at the launch that made it.  Which variants run says what to change in
+and with every 16-wide tile widened to 32, each in a child process (a crash poisons the CUDA
+context), with CUDA_LAUNCH_BLOCKING=1 so the error is reported at the launch that made it.
+Children are forked (cheap: the imports are done once) only while the parent's CUDA driver is
+untouched; session 27's run forked after an import had asked ``torch.cuda.is_available()``,
+which calls ``cuInit`` without marking torch initialized, and every child failed with "CUDA
+error: initialization error".  So the parent asks availability through NVML
+(PYTORCH_NVML_BASED_CUDA_CHECK=1), checks the driver itself before forking, and spawns fresh
+children (slower, always safe) if the driver was initialized anyway.  Which variants run says what to change in
 the kernel (or report upstream); the kernel has no baseline yet, so a fix costs no rerun.
 
     python bench/probes/crash_bisect.py --log bench/logs/table_session25/table0_call1-3.log \\
@@ -19,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import ctypes
 import importlib
 import json
 import os
@@ -89,10 +95,30 @@ def _trial(label: str, config: dict[str, Any], conn: Any) -> None:
         conn.send({"ok": False, "error": f"{type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}"})
 
 
-def run_trial(label: str, config: dict[str, Any]) -> dict[str, Any]:
+def cuda_driver_initialized() -> bool:
+    """Whether this process has called ``cuInit``: a fork after that cannot use CUDA.
+
+    ``torch.cuda.is_initialized()`` is not enough (``torch.cuda.is_available()`` initializes the
+    driver and leaves it False).  ``cuDeviceGetCount`` answers CUDA_ERROR_NOT_INITIALIZED (3)
+    before ``cuInit`` and initializes nothing; no driver library (a CPU machine) means no driver
+    state to inherit."""
+    try:
+        driver = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return False
+    count = ctypes.c_int(0)
+    return int(driver.cuDeviceGetCount(ctypes.byref(count))) != 3
+
+
+def start_method() -> str:
+    """``fork`` while the driver is untouched (the parent's imports are reused), else ``spawn``."""
+    return "spawn" if cuda_driver_initialized() else "fork"
+
+
+def run_trial(label: str, config: dict[str, Any], method: str = "fork") -> dict[str, Any]:
     import multiprocessing
 
-    ctx = multiprocessing.get_context("fork")
+    ctx = multiprocessing.get_context(method)
     parent, child = ctx.Pipe(duplex=False)
     proc = ctx.Process(target=_trial, args=(label, config, child))
     proc.start()
@@ -116,21 +142,21 @@ def main() -> int:
     ap.add_argument("--out", type=Path, required=True)
     ns = ap.parse_args()
     os.environ["CUDA_LAUNCH_BLOCKING"] = "1"  # read when each child initializes CUDA
-
-    import torch
+    os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"  # is_available() in the imports below: no cuInit
 
     from tuning.versions import toolchain_versions
 
     for module in ("helion", "build_backend.builder", "tuning.specs"):  # once here, not in every forked child
-        importlib.import_module(module)  # (none of them touches CUDA; the check below says if that changes)
-    if torch.cuda.is_initialized():  # a forked child could not use CUDA then
-        raise SystemExit("crash_bisect: CUDA was initialized before forking; the trials would not run")
+        importlib.import_module(module)
+    method = start_method()
+    print(f"crash_bisect: children are {'forked' if method == 'fork' else 'spawned (the driver was initialized here)'}",
+          flush=True)
     configs = crashed_configs(ns.log.read_text(errors="replace"), ns.case)[: ns.limit]
     doc: dict[str, Any] = {"what": __doc__.split("\n\n")[0], "case": ns.case, "log": str(ns.log),
-                           "versions": toolchain_versions(), "trials": []}
+                           "versions": toolchain_versions(), "start_method": method, "trials": []}
     for i, config in enumerate(configs):
         for name, trial in variants(config).items():
-            result = run_trial(ns.case, trial)
+            result = run_trial(ns.case, trial, method)
             doc["trials"].append({"config": i, "variant": name, **result, "block_sizes": trial.get("block_sizes")})
             print(f"config {i} {name}: {'ok' if result['ok'] else result['error']}", flush=True)
             ns.out.write_text(json.dumps(doc, indent=1) + "\n")
