@@ -18,7 +18,9 @@
 #                    1560 s cut a seeded run with 206 s of device time left), resuming from the committed
 #                    bench/results/store.json; PRE_A/PRE_B run first; returns at once.
 #                    TABLE_CASES (a --cases list) narrows it, e.g. to families not measured yet; the
-#                    shards then split that list's kernels
+#                    shards then split that list's kernels. TABLE_STRATEGIES=lfbo runs only the
+#                    baselines (they do not depend on seeded's limits, so they can run while a change
+#                    to those limits is still being measured, and no seeded row is made to be redone)
 #   llm-bench [s]  : hybrid and llm through bench/fixed_answer_llm.py (fixed answers from kiln.lock: not an
 #                    LLM) on CASES (default rms_norm and softmax at medium), lfbo baseline from the same store;
 #                    LLM_GPUS (default 0,1; empty = no --gpus, the visible GPU only)
@@ -106,7 +108,7 @@ table)
   # Shards 0/2 and 1/2 as jobs A and B (GPU0 / GPU1, 16 cores each), one shared store under its file
   # lock; PRE_A / PRE_B run first on their GPU (e.g. the model_kernels LFBO-quick rows still missing).
   seed_store
-  bench="python3 -m tuning.cli bench ${TABLE_CASES:+--cases $TABLE_CASES} -C seconds=900 --strategies lfbo,seeded --store $R/store.json"
+  bench="python3 -m tuning.cli bench ${TABLE_CASES:+--cases $TABLE_CASES} -C seconds=900 --strategies ${TABLE_STRATEGIES:-lfbo,seeded} --store $R/store.json"
   export JOB_TIMEOUT=${1:-1780}
   if [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
     export JOB_A="${PRE_A:+$PRE_A; }$bench --shard 0/2 > $R/table0.log 2>&1"

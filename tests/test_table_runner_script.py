@@ -107,3 +107,12 @@ def test_variants_pass_their_extra_bench_arguments_and_bring_each_trial_back(tmp
     assert "-C seed=1 --store" in s1 and "--set" not in s1  # today's search, another random draw
     assert "--set with_seeds.copies=3 -- bench" in s2 and "-C seed=2 --store" in s2, s2
     assert {"var_s1.json", "var_s1.log", "var_s2.json", "var_s2.log"} <= {f.name for f in out.iterdir()}
+
+
+def test_table_strategies_narrows_the_table_to_the_baselines(tmp_path: Path) -> None:
+    """TABLE_STRATEGIES=lfbo: a session can run the missing lfbo baselines while a change to seeded's
+    limits is still being measured, so no seeded row is run under limits about to change."""
+    proc, res, _ = _run(tmp_path, 1, "table-wait", "30", TABLE_STRATEGIES="lfbo")
+    assert proc.returncode == 0, proc.stderr
+    (call,) = (res / "calls").read_text().splitlines()
+    assert "--strategies lfbo " in call and "seeded" not in call

@@ -179,14 +179,18 @@ SEARCH_STOP = {"patience": 0}
 
 
 # Warm worker (warm_worker.py): ``prestart`` = 1 keeps a Helion benchmark worker process spawned
-# ahead of each search, so the search adopts it instead of waiting for a new one's imports.  Off:
-# a candidate fix for seeded's time ratio (3.63x over 29 first-build cases, session 25).  27 of
-# 28 logged first populations spent 14-24 s outside Helion's progress bars, where that cold start
-# falls (bench/results/seeded_phases.json, ``outside_bars_s``); 15 s less on each of the 28
-# matched searches would give 4.24x (an estimate from the store's seconds, not a measurement).
-# It changes no config the search tries, only what it waits for.  Try it with
-# bench/seeded_variant.py (--set warm_worker.prestart=1).
-WARM_WORKER = {"prestart": 0}
+# ahead of each search, so the search adopts it instead of waiting for a new one's imports.  27 of
+# 28 logged first populations of sessions 21-25 spent 14-24 s outside Helion's progress bars,
+# where that cold start falls (bench/results/seeded_phases.json, ``outside_bars_s``).  Measured
+# on the H200 in session 27 (bench/results/variants_session27/var_warm.*, one process, three
+# cases against the stored rows of the same limits without it): every search adopted the spare
+# (``warm_worker``: adopted 1, cold_starts 0); seconds softmax@medium 81.3 -> 74.3, swiglu@small
+# 80.9 -> 62.5, matmul@medium 63.8 -> 59.9; matmul@medium's first population spent 2.4 s outside
+# the bars where it had spent 19.1; latency against lfbo's pick in the same fresh process 0.9999,
+# 1.0269 and 0.9879 (the stored rows: 0.9990, 1.0385, 1.0042).  On since then: it changes no
+# config the search tries, only what it waits for.  ``prestart`` = 0 turns it off
+# (bench/seeded_variant.py --set warm_worker.prestart=0).
+WARM_WORKER = {"prestart": 1}
 
 
 def shipped_finalists(search_best_ms: float | None) -> tuple[int, str]:

@@ -13,7 +13,9 @@ Our own fresh-process judge imports the same modules in 13-18 s.  That is a
 fifth to a third of a 60-80 s search on the small kernels, and mamba2's full
 lfbo search, respawning after each of the 15 configs that crashed its worker
 in its first 300 s, logged those crashes about 20 s apart
-(bench/logs/table_session25).  Not yet measured with this in place.
+(bench/logs/table_session25).  Measured on the H200 in session 27 (three seeded searches,
+each adopted the spare; 4-18 s less each; strategies/seeded.py WARM_WORKER has the figures),
+and on for ``seeded`` since.
 
 This keeps one spare worker process spawned ahead of need: when Helion would
 start a worker, the search adopts the spare and a new spare starts at once, so
