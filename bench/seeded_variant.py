@@ -6,10 +6,14 @@ should not add one.  The bench records `strategy_limits` with every result, so t
 variant's records say exactly which search made them, and the committed table never
 mixes them with today's `seeded` (run variants on a copy of the store).
 
-A variant starts from the seeds today's `seeded` had: its own records at the kernel's
-other shapes count as seeds when today's search made them (the bench alone would take
-only records made under the variant's limits, so a variant run on one shape would lose
-them and differ from today's run in two things, not one).
+A variant starts from the seeds the stored `seeded` rows had: the store's `seeded` records at
+the kernel's earlier shapes count as seeds whatever search made them (the bench alone would
+take only records made under the variant's limits, so a variant run on one shape would lose
+them and differ from the stored row in two things, not one).  Not "today's search only": since
+session 27 turned the warm worker on, every stored row is an older search until the table
+reruns it, and a variant of swiglu small would then start with no seed where its stored row
+had its medium's pick.  A variant run on several shapes of a kernel seeds the later ones from
+its own earlier picks (its copy of the store holds them), as a build under the variant would.
 
     python bench/seeded_variant.py --set with_seeds.copies=2 --set with_seeds.initial_population=24 \\
         -- bench --cases model_kernels.attention:attention@medium --strategies seeded --store /tmp/var.json
@@ -18,7 +22,6 @@ them and differ from today's run in two things, not one).
 from __future__ import annotations
 
 import argparse
-import copy
 import sys
 from pathlib import Path
 from typing import Any
@@ -46,8 +49,8 @@ def apply(settings: list[str]) -> dict[str, dict[str, int]]:
     return tables
 
 
-def seed_like_shipped(shipped: dict[str, Any]) -> None:
-    """Make the bench seed ``seeded`` from records made under ``shipped`` (today's limits), not the variant's."""
+def seed_like_shipped(shipped: dict[str, Any] | None) -> None:
+    """Make the bench seed ``seeded`` from records made under ``shipped``, not the variant's limits (None: any limits)."""
     from tuning.bench import run as bench_run
 
     original = bench_run.own_seeds
@@ -68,11 +71,8 @@ def main(argv: list[str] | None = None) -> int:
     ns = ap.parse_args(ours)
     if not kiln:
         ap.error("give the kiln command after --, e.g. -- bench --cases ... --store ...")
-    from tuning.strategies import seeded
-
-    shipped = copy.deepcopy(seeded.search_limits())
     tables = apply(ns.set)
-    seed_like_shipped(shipped)
+    seed_like_shipped(None)  # the stored picks, whatever search made them (see the module's docstring)
     print(f"seeded_variant: {tables}", file=sys.stderr, flush=True)
     from tuning.cli import main as kiln_main
 

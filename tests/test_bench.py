@@ -158,7 +158,8 @@ def test_seeded_variant_changes_the_search_and_the_records_say_so(tmp_path: Path
     import tuning.bench.run as bench_run
     from bench.seeded_variant import seed_like_shipped
 
-    monkeypatch.setattr(bench_run, "own_seeds", bench_run.own_seeds)  # restored after the test
+    original_own_seeds = bench_run.own_seeds
+    monkeypatch.setattr(bench_run, "own_seeds", original_own_seeds)  # restored after the test
     tune = FakeTune()
     with pytest.MonkeyPatch.context() as mp:
         for table in ("WITH_SEEDS", "COMPILER_SEEDS_ONLY"):
@@ -177,6 +178,15 @@ def test_seeded_variant_changes_the_search_and_the_records_say_so(tmp_path: Path
         seed_like_shipped(shipped)
         tune.seeds.clear()
         mp.setitem(seeded_mod.WITH_SEEDS, "copies", 4)  # another variant, so s runs again
+        run_bench(opts, log=lambda m: None, engine=_fake_engine(both, tune, []))
+        assert tune.seeds == [({"block_sizes": [32], "by": "seeded@m"},)]
+        # What the script does since session 27 changed today's search (the warm worker): the stored record at m,
+        # made by a search that is no longer today's, still seeds the variant (None: records of any limits).
+        mp.setitem(seeded_mod.WITH_SEEDS, "polish_rounds", 77)  # today's search moved on; m's record is older now
+        monkeypatch.setattr(bench_run, "own_seeds", original_own_seeds)
+        seed_like_shipped(None)
+        tune.seeds.clear()
+        mp.setitem(seeded_mod.WITH_SEEDS, "copies", 5)  # another variant
         run_bench(opts, log=lambda m: None, engine=_fake_engine(both, tune, []))
         assert tune.seeds == [({"block_sizes": [32], "by": "seeded@m"},)]
     with pytest.raises(SystemExit, match=r"unknown limit 'with_seeds\.nope'; valid: with_seeds\.initial_population, "):

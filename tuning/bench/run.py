@@ -292,9 +292,11 @@ def own_seeds(run: Mapping[str, Any], case: Any, strategy: str, limits: Mapping[
 
     What a build with ``strategy`` would have in hand when it reaches this shape
     (:class:`.seeding.BuildSeeds`); ``earlier`` from :func:`.seeding.build_earlier`.
+    ``limits`` None counts records made under any limits (bench/seeded_variant.py: a
+    variant starts from the stored picks, whatever search made them).
     """
-    return BuildSeeds(run, earlier, {strategy: limits}).seeds(case_label(case.kernel_id, case.spec.name), strategy,
-                                                              case.source_hash)
+    by_limits = None if limits is None else {strategy: limits}  # None: records made under any limits count
+    return BuildSeeds(run, earlier, by_limits).seeds(case_label(case.kernel_id, case.spec.name), strategy, case.source_hash)
 
 
 def _release(device: str) -> None:
