@@ -339,6 +339,46 @@ def test_hybrid_second_stage_finishes_as_seeded_does(pallas_env: None, monkeypat
         bound.settings.autotune_compile_timeout = before  # tune_case restores it in a build; here by hand
 
 
+def test_both_hybrid_stages_take_the_warm_worker_and_the_records_say_so(pallas_env: None,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each hybrid stage is its own Helion search with its own benchmark worker, so each waited for a cold one
+    (seeded's searches lost 14-24 s a search to that on the H200); both now go through seeded's warm worker,
+    whose own mechanics tests/test_warm_worker.py covers.  Real hybrid search objects; no LLM request."""
+    import torch
+
+    import tuning.strategies.warm_worker as warm_worker_mod
+    from tuning.strategies import seeded
+    from tuning.strategies.llm import LlmSession, _hybrid_limits, _search_classes
+
+    given: list[tuple[str, int]] = []
+
+    def fake_warm_worker(search: Any, on: int, worker_cls: Any = None) -> dict[str, int]:
+        given.append((type(search).__name__, on))
+        return {"adopted": 1, "cold_starts": 0} if on > 0 else {}
+
+    monkeypatch.setattr(warm_worker_mod, "warm_worker", fake_warm_worker)
+    case = _case()
+    x = torch.randn(64, 128)
+    bound = case.kernel.bind((x, x))
+    before = bound.settings.autotune_compile_timeout
+    _, hybrid = _search_classes()
+    search = hybrid(bound, (x, x), kiln_session=cast(LlmSession, None), second_stage_kwargs={"copies": 1},
+                    best_available_pad_random=True, llm_model="openai/none")
+    try:
+        search._make_llm_search()
+        search._make_second_stage_search(seeded=True)
+        assert given == [("KilnLLMGuidedSearch", 1), ("LFBOTreeSearch", 1)]
+        assert search.kiln_warm_counts() == {"adopted": 2, "cold_starts": 0}
+        assert _hybrid_limits()["warm_worker"] == {"prestart": 1}  # a hybrid record says which search made it
+        monkeypatch.setitem(seeded.WARM_WORKER, "prestart", 0)
+        off = hybrid(bound, (x, x), kiln_session=cast(LlmSession, None), second_stage_kwargs={"copies": 1},
+                     best_available_pad_random=True, llm_model="openai/none")
+        off._make_second_stage_search(seeded=True)
+        assert off.kiln_warm_counts() == {} and "warm_worker" not in _hybrid_limits()
+    finally:
+        bound.settings.autotune_compile_timeout = before  # stage 2's fast finish lowers it; restored by hand here
+
+
 def test_rank_as_shipped_keeps_the_fastest_as_shipped_and_names_what_failed(monkeypatch: pytest.MonkeyPatch) -> None:
     """The choice logic alone: each fake config says its own time as shipped (the timer reads it)."""
     import tuning.strategies.as_shipped as as_shipped

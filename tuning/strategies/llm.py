@@ -177,6 +177,23 @@ def _search_classes() -> tuple[type, type]:
             self.kiln_fast_finish: dict[str, Any] = {}
             self.kiln_seed_variants = 0
             self.kiln_seed_transfer: dict[str, Any] = {}
+            self.kiln_warm: list[dict[str, int]] = []  # per stage: worker starts that took the spare
+
+        def _warm(self, search: Any) -> Any:
+            """Each stage is its own Helion search with its own benchmark worker, so each would wait
+            for a cold one; both adopt seeded's spare instead (warm_worker.py)."""
+            from .seeded import WARM_WORKER
+            from .warm_worker import warm_worker
+
+            counts = warm_worker(search, WARM_WORKER["prestart"])
+            if counts:
+                self.kiln_warm.append(counts)
+            return search
+
+        def kiln_warm_counts(self) -> dict[str, int]:
+            """Both stages' counts summed (empty when the warm worker was off or not applicable)."""
+            keys = sorted({k for counts in self.kiln_warm for k in counts})
+            return {k: sum(counts.get(k, 0) for counts in self.kiln_warm) for k in keys}
 
         def _make_llm_search(self) -> Any:
             search = KilnLLMGuidedSearch(
@@ -187,7 +204,7 @@ def _search_classes() -> tuple[type, type]:
             )
             cap_configs(search, self.kiln_max_configs)
             self.kiln_llm_search = search
-            return search
+            return self._warm(search)
 
         def _make_second_stage_search(self, *, seeded: bool) -> Any:
             from .handoff import own_random_stream
@@ -203,7 +220,7 @@ def _search_classes() -> tuple[type, type]:
             if self.kiln_max_configs is not None:
                 used = self.kiln_llm_search._autotune_metrics.num_configs_tested if self.kiln_llm_search else 0
                 cap_configs(search, max(1, self.kiln_max_configs - used))
-            return search
+            return self._warm(search)
 
         def _inject_seed_into_second_stage(self, second_stage_search: Any, llm_seed_config: Any,
                                            llm_search: Any = None) -> None:
@@ -301,9 +318,10 @@ def _hybrid_limits() -> dict[str, Any]:
 
     # Stage 2 is seeded's search (WITH_SEEDS and its seed variants); since session 13 with seeded's
     # fast finish and random configs of its own (the key marks hybrid records made before then as
-    # another search).  Of seeded's optional candidates stage 2 applies only the seed variants,
-    # so only those are claimed.
-    return {**search_limits(options=("seed_variants",)), "stage2": {"fast_finish": True, "own_random_stream": True}}
+    # another search).  Of seeded's optional candidates the hybrid applies only the seed variants
+    # (stage 2) and the warm worker (both stages), so only those are claimed.
+    return {**search_limits(options=("seed_variants", "warm_worker")),
+            "stage2": {"fast_finish": True, "own_random_stream": True}}
 
 
 class HybridStrategy:
@@ -343,6 +361,8 @@ class HybridStrategy:
             outcome.extra["seed_transfer"] = search.kiln_seed_transfer
         if search.kiln_fast_finish:
             outcome.extra["fast_finish"] = search.kiln_fast_finish
+        if warm := search.kiln_warm_counts():
+            outcome.extra["warm_worker"] = warm  # how many worker starts (of both stages) took the spare
         breakdown = getattr(search, "hybrid_stage_breakdown", None) or {}
         if "llm_seed_configs_tested" in breakdown:
             outcome.extra["llm"]["configs_tested"] = breakdown["llm_seed_configs_tested"]
