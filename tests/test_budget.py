@@ -89,6 +89,26 @@ def _default_config() -> dict[str, Any]:
     return dict(tinypkg.ops.add.bind((x, x)).config_spec.default_config())
 
 
+def _tiny_hybrid() -> tuple[Any, Any, Callable[[], Any]]:
+    """tinypkg's add bound to f32[64,128], its input, and a maker of real hybrid searches over it.
+
+    No LLM request is made: the tests only build the searches and ask for their stages.
+    """
+    import torch
+
+    from tuning.strategies.llm import LlmSession, _search_classes
+
+    x = torch.randn(64, 128)
+    bound = _case().kernel.bind((x, x))
+    _, hybrid = _search_classes()
+
+    def make() -> Any:
+        return hybrid(bound, (x, x), kiln_session=cast(LlmSession, None), second_stage_kwargs={"copies": 1},
+                      best_available_pad_random=True, llm_model="openai/none")
+
+    return bound, x, make
+
+
 def test_compile_timeout_capped_under_seconds_and_untouched_otherwise() -> None:
     from tuning.strategies import Budget
     from tuning.strategies.lfbo import apply_budget_settings, budget_compile_timeout
@@ -281,22 +301,14 @@ def test_hybrid_second_stage_finishes_as_seeded_does(pallas_env: None, monkeypat
     Real Helion objects: the hybrid search is built and asked for its stage 2, no LLM
     request is made.
     """
-    import torch
-
     from helion.autotuner import LFBOTreeSearch
-
-    from tuning.strategies.llm import LlmSession, _search_classes
 
     for var in ("HELION_AUTOTUNE_COMPILE_TIMEOUT", "HELION_AUTOTUNE_ADAPTIVE_TIMEOUT",
                 "HELION_AUTOTUNE_FINAL_REBENCHMARK_TOP_K", "HELION_AUTOTUNE_FINAL_REBENCHMARK_TARGET_MS"):
         monkeypatch.delenv(var, raising=False)
-    case = _case()
-    x = torch.randn(64, 128)
-    bound = case.kernel.bind((x, x))
+    bound, x, make = _tiny_hybrid()
     before = bound.settings.autotune_compile_timeout
-    _, hybrid = _search_classes()
-    search = hybrid(bound, (x, x), kiln_session=cast(LlmSession, None), second_stage_kwargs={"copies": 1},
-                    best_available_pad_random=True, llm_model="openai/none")
+    search = make()
     try:
         stage2 = search._make_second_stage_search(seeded=True)
         assert stage2.settings.autotune_compile_timeout == min(before, 20)
@@ -344,11 +356,9 @@ def test_both_hybrid_stages_take_the_warm_worker_and_the_records_say_so(pallas_e
     """Each hybrid stage is its own Helion search with its own benchmark worker, so each waited for a cold one
     (seeded's searches lost 14-24 s a search to that on the H200); both now go through seeded's warm worker,
     whose own mechanics tests/test_warm_worker.py covers.  Real hybrid search objects; no LLM request."""
-    import torch
-
     import tuning.strategies.warm_worker as warm_worker_mod
     from tuning.strategies import seeded
-    from tuning.strategies.llm import LlmSession, _hybrid_limits, _search_classes
+    from tuning.strategies.llm import _hybrid_limits
 
     given: list[tuple[str, int]] = []
 
@@ -357,13 +367,9 @@ def test_both_hybrid_stages_take_the_warm_worker_and_the_records_say_so(pallas_e
         return {"adopted": 1, "cold_starts": 0} if on > 0 else {}
 
     monkeypatch.setattr(warm_worker_mod, "warm_worker", fake_warm_worker)
-    case = _case()
-    x = torch.randn(64, 128)
-    bound = case.kernel.bind((x, x))
+    bound, _, make = _tiny_hybrid()
     before = bound.settings.autotune_compile_timeout
-    _, hybrid = _search_classes()
-    search = hybrid(bound, (x, x), kiln_session=cast(LlmSession, None), second_stage_kwargs={"copies": 1},
-                    best_available_pad_random=True, llm_model="openai/none")
+    search = make()
     try:
         search._make_llm_search()
         search._make_second_stage_search(seeded=True)
@@ -371,8 +377,7 @@ def test_both_hybrid_stages_take_the_warm_worker_and_the_records_say_so(pallas_e
         assert search.kiln_warm_counts() == {"adopted": 2, "cold_starts": 0}
         assert _hybrid_limits()["warm_worker"] == {"prestart": 1}  # a hybrid record says which search made it
         monkeypatch.setitem(seeded.WARM_WORKER, "prestart", 0)
-        off = hybrid(bound, (x, x), kiln_session=cast(LlmSession, None), second_stage_kwargs={"copies": 1},
-                     best_available_pad_random=True, llm_model="openai/none")
+        off = make()
         off._make_second_stage_search(seeded=True)
         assert off.kiln_warm_counts() == {} and "warm_worker" not in _hybrid_limits()
     finally:

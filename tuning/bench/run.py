@@ -295,7 +295,7 @@ def own_seeds(run: Mapping[str, Any], case: Any, strategy: str, limits: Mapping[
     ``limits`` None counts records made under any limits (bench/seeded_variant.py: a
     variant starts from the stored picks, whatever search made them).
     """
-    by_limits = None if limits is None else {strategy: limits}  # None: records made under any limits count
+    by_limits = None if limits is None else {strategy: limits}
     return BuildSeeds(run, earlier, by_limits).seeds(case_label(case.kernel_id, case.spec.name), strategy, case.source_hash)
 
 

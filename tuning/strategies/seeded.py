@@ -186,8 +186,9 @@ SEARCH_STOP = {"patience": 0}
 # cases against the stored rows of the same limits without it): every search adopted the spare
 # (``warm_worker``: adopted 1, cold_starts 0); seconds softmax@medium 81.3 -> 74.3, swiglu@small
 # 80.9 -> 62.5, matmul@medium 63.8 -> 59.9; the first populations of matmul@medium and
-# softmax@medium spent 2.4 and 2.9 s outside the bars where they had spent 19.1 and 20.0; latency against lfbo's pick in the same fresh process 0.9999,
-# 1.0269 and 0.9879 (the stored rows: 0.9990, 1.0385, 1.0042).  On since then: it changes no
+# softmax@medium spent 2.4 and 2.9 s outside the bars where they had spent 19.1 and 20.0;
+# latency against lfbo's pick in the same fresh process 0.9999, 1.0269 and 0.9879 (the
+# stored rows: 0.9990, 1.0385, 1.0042).  On since then: it changes no
 # config the search tries, only what it waits for.  ``prestart`` = 0 turns it off
 # (bench/seeded_variant.py --set warm_worker.prestart=0).
 WARM_WORKER = {"prestart": 1}
