@@ -56,8 +56,16 @@ def mamba2_chunk_scan(
     assert seqlen == nchunks * chunk, "seqlen must be a multiple of the chunk size"
     heads_per_group = nheads // ngroups
     out = torch.empty_like(x)
+    # Tiles at least 32 wide.  Helion 1.5.0 / Triton 3.6 on the H200 generate configs with
+    # 16-wide tiles and tensor-descriptor loads that die with "misaligned address" (a sticky
+    # CUDA error: each one cost LFBO a benchmark-worker restart, about 20 s).  Session 28's probe
+    # (bench/probes/crash_bisect_gpu.json) reran 6 such configs from session 25's log: all 6
+    # crashed as logged, and all 6 ran with pointer indexing only or with the 16s widened to 32.
+    block_i = hl.register_block_size(32, chunk)
+    block_p = hl.register_block_size(32, headdim)
+    block_j = hl.register_block_size(32, chunk)
     for tile_b, tile_c, tile_h, tile_i, tile_p in hl.tile(
-        [batch, nchunks, nheads, chunk, headdim], block_size=[1, 1, 1, None, None]
+        [batch, nchunks, nheads, chunk, headdim], block_size=[1, 1, 1, block_i, block_p]
     ):
         b = tile_b.begin
         c = tile_c.begin
@@ -68,7 +76,7 @@ def mamba2_chunk_scan(
         state = prev_states[b, c, h, tile_p, :]
         acc = hl.dot(c_rows, state.T, out_dtype=torch.float32)
         acc = acc * torch.exp(dA_i)[:, None]
-        for tile_j in hl.tile(0, tile_i.end):
+        for tile_j in hl.tile(0, tile_i.end, block_size=block_j):
             dA_j = dA_cumsum[b, h, c, tile_j].to(torch.float32)
             dt_j = dt[b, h, c, tile_j].to(torch.float32)
             decay = torch.exp(dA_i[:, None] - dA_j[None, :])

@@ -269,11 +269,11 @@ def test_seeded_fast_finish_reaches_helions_search_and_yields_to_helion_env(
     context = TuneContext(case.kernel_id, case.spec.name, seeds=(_default_config(),))
     small = Budget(effort="quick", initial_population=2, max_generations=1, polish_rounds=1, max_configs=3)
     entry = tune_case(case, SeededStrategy(), small, "cpu", _dev(), context)
-    # The floor Helion adapts the timeout to after the initial population: seeded's 10 s, not
+    # The floor Helion adapts the timeout to after the initial population: seeded's 5 s, not
     # Helion's 30 s.  (Pallas reports no compile times, so here the timeout itself stays put.)
-    assert seen and seen[-1] == (4, 1000.0, min(before, 20), 10)
+    assert seen and seen[-1] == (4, 1000.0, min(before, 10), 5)
     assert entry.provenance["fast_finish"] == {
-        "compile_timeout_s": min(before, 20), "adaptive_timeout_floor_s": 10,
+        "compile_timeout_s": min(before, 10), "adaptive_timeout_floor_s": 5,
         "final_rebenchmark_top_k": 4, "final_rebenchmark_target_ms": 1000.0}
     assert case.kernel.settings.autotune_compile_timeout == before  # restored after the case
 
@@ -311,10 +311,10 @@ def test_hybrid_second_stage_finishes_as_seeded_does(pallas_env: None, monkeypat
     search = make()
     try:
         stage2 = search._make_second_stage_search(seeded=True)
-        assert stage2.settings.autotune_compile_timeout == min(before, 20)
-        assert stage2.compile_timeout_lower_bound == 10
+        assert stage2.settings.autotune_compile_timeout == min(before, 10)
+        assert stage2.compile_timeout_lower_bound == 5
         assert (stage2._final_rebenchmark_top_k(), stage2._final_rebenchmark_target_ms()) == (4, 1000.0)
-        assert search.kiln_fast_finish == {"compile_timeout_s": min(before, 20), "adaptive_timeout_floor_s": 10,
+        assert search.kiln_fast_finish == {"compile_timeout_s": min(before, 10), "adaptive_timeout_floor_s": 5,
                                            "final_rebenchmark_top_k": 4, "final_rebenchmark_target_ms": 1000.0}
 
         # Random configs of its own: a plain Helion search with the same seed draws what stage 1 drew.

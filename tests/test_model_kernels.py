@@ -164,7 +164,7 @@ def _cases() -> list[tuple[str, str, Callable[[], tuple], helion.Config | None]]
         ("rope", "rope", factory("rope", batch=2, seq=16, heads=4, kv_heads=2, head_dim=32), None),
         ("swiglu", "swiglu", lambda: (_randn(64, 96, scale=2.0), _randn(64, 96)), None),
         ("mamba2_chunk_scan", "mamba2_chunk_scan",
-         factory("mamba2_chunk_scan", batch=1, seqlen=64, nheads=4, headdim=16, ngroups=2,
+         factory("mamba2_chunk_scan", batch=1, seqlen=64, nheads=4, headdim=32, ngroups=2,
                  dstate=16, chunk=32), None),
         ("gdn_fwd_h", "gdn_fwd_h",
          factory("gdn_fwd_h", batch=1, seqlen=128, heads=2, dk=32, dv=32, chunk_size=32), None),
