@@ -52,10 +52,10 @@ COMPILER_SEEDS_ONLY = {"initial_population": 30, "copies": 2, "max_generations":
 # Helion's final re-benchmark of its 8 best-seen configs for ~5 s each (26-34 s per
 # case) and, on swiglu, one random-pad config whose compile hung for Helion's full
 # 60 s timeout.  Seeded searches few configs near known-good ones, so it re-checks
-# 4 finalists for 1 s each and gives up on a compile after 20 s.  Each value yields
+# 4 finalists for 1 s each and gives up on a compile sooner (20 s, 10 s since session 28).  Each value yields
 # to its HELION_* variable when that is set, so Helion's own behaviour is one
 # environment away (and measurable against this one in the same run).
-# ``compile_timeout_s`` = 20.
+# ``compile_timeout_s`` was 20 until session 28 (below).
 # After the initial population Helion sets the compile timeout to the 90th percentile of
 # the compile times it saw, but never below 30 s (effort_profile.py), so under the 20 s
 # cap above every compile that hangs still costs its generation 20 s.  In the session-12
@@ -65,19 +65,19 @@ COMPILER_SEEDS_ONLY = {"initial_population": 30, "copies": 2, "max_generations":
 # compile slower.  Session 13's table run (bench/logs/table_session13) shows it applied on
 # rms_norm and softmax ("Adaptive compile timeout: 10s ... bounds=[10s, 20s]"), where seeded
 # tuned 5.8-6.2x faster than lfbo; what it saves on attention is not yet measured (estimated
-# from the session-12 logs, 10 s per such generation: 3.2x -> 3.6x).  ``adaptive_timeout_floor_s`` = 10.
+# from the session-12 logs, 10 s per such generation: 3.2x -> 3.6x).  ``adaptive_timeout_floor_s`` was 10.
 # Session 19's table (bench/logs/table_session19, 13 seeded searches of 54-110 s): the 90th
 # percentile compile was 0.4-3.8 s on 11 of them, yet 5 first populations waited once on a
 # compile until the 20 s cap and 5 searches waited 10 s on one in 1-2 generations each.  A cap
 # of 10 s and a floor of 5 s would have saved 5-20 s on 8 of the 13 (estimated from the log
 # timestamps, not measured; a compile that needs 5-20 s and would have won is the risk; swiglu
-# medium's 90th percentile was the full 20 s).  Try it with bench/seeded_variant.py
+# medium's 90th percentile was the full 20 s).  Tried with bench/seeded_variant.py
 # (--set fast_finish.compile_timeout_s=10 --set fast_finish.adaptive_timeout_floor_s=5).
 # Session 28 measured it so, with the warm worker, on the H200 (bench/results/variants_session28/
 # var_waits.*, same-run judge against the stored lfbo configs): swiglu small 62.5 -> 45.3 s (latency
 # 1.0269 -> 1.0266), matmul medium 59.9 -> 39.5 s (0.9879 -> 0.9926), rms_norm medium 83.4 -> 41.4 s
 # (1.0001 -> 1.0191; its stored row had no warm worker).  On: ``compile_timeout_s`` = 10,
-# ``adaptive_timeout_floor_s`` = 5.  Watch rms_norm medium's latency in the rerun.
+# ``adaptive_timeout_floor_s`` = 5.  In the table's rerun that followed, rms_norm medium read 1.000.
 FAST_FINISH: dict[str, float] = {"compile_timeout_s": 10, "adaptive_timeout_floor_s": 5, "top_k": 4, "target_ms": 1000.0}
 
 # Last choice as shipped (as_shipped.py): re-time the search's best few configs compiled
