@@ -324,6 +324,12 @@ def test_report_says_when_the_fresh_process_saw_far_more_than_the_search_and_whe
     # A gap the search saw most of is not blamed on the clock, and a slower kernel gets no launch-overhead remark.
     assert "over twice" not in shortfall_why(rec, base, 1.06)
     assert "launch overhead" not in shortfall_why({**rec, "search_best_ms": 0.05}, {**base, "search_best_ms": 0.04}, 1.9)
+    # Session 28's rms_norm@small: the search saw its pick level (0.9% behind), the fresh process 12.4%;
+    # the clock flattered it, and at 0.0075 ms that is the launch-overhead case too.
+    level = shortfall_why({**rec, "search_best_ms": 0.007488}, {**base, "search_best_ms": 0.007424}, 1.1242)
+    assert "rated its pick 0.9% behind lfbo's best (0.007488 vs 0.007424 ms" in level
+    assert "the search's timings flattered its pick (under 0.025 ms, where Helion's clock is mostly launch overhead" in level
+    assert "launch overhead" not in shortfall_why({**rec, "search_best_ms": 2.6}, {**base, "search_best_ms": 2.6}, 1.08)
 
     assert settled_after(rec) == (128, 234) and settled_after({"trajectory": {}}) is None
     assert ("its search was wide: 231 configs against lfbo's 529 (2.29x fewer); within 1% of its final best after "
