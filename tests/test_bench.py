@@ -603,6 +603,16 @@ def test_kiln_bench_end_to_end_on_tinypkg(tinypkg: Path) -> None:
         assert rec["trajectory"]["source"].startswith("helion search") and pts and pts[-1][0] == rec["trajectory"]["entries"]
         assert all(b[1] <= a[1] for a, b in zip(pts, pts[1:]))  # best-so-far never worsens
     assert recs["lfbo"]["measure_pid"] != recs["seeded"]["measure_pid"]
+    # seeded's judge was spawned ahead, as lfbo's answered: its imports were done before the request, so the
+    # measurement's own imports phase is only the kernel's module.  lfbo's spare was spawned before the first
+    # tune, which imports jax (Pallas) and so sets jax's variables in this process: it may not match the
+    # environment of the measurement any more, and is then dropped for a cold judge, which the record says.
+    seeded_judge = recs["seeded"]["measure_judge"]
+    assert seeded_judge["spare"] is True, seeded_judge
+    assert seeded_judge["imports_before_request_s"] > 0 and seeded_judge["spawned_s_before"] > 0
+    assert recs["seeded"]["measure_phases_s"]["imports"] < seeded_judge["imports_before_request_s"]
+    lfbo_judge = recs["lfbo"]["measure_judge"]
+    assert lfbo_judge["spare"] or lfbo_judge["cold_because"].startswith("environment changed since the spare started: ")
     assert recs["seeded"]["vs_lfbo"]["lfbo_config"] == recs["lfbo"]["config"] and recs["seeded"]["vs_lfbo"]["lfbo_ms"] > 0
     assert recs["lfbo"]["budget"]["effort"] == "quick" and recs["lfbo"]["budget"]["initial_population"] == 2
 
@@ -623,6 +633,65 @@ def test_kiln_bench_end_to_end_on_tinypkg(tinypkg: Path) -> None:
     assert entry["provenance"]["from_bench"]["store"] == "bench/results/store.json"
     plan = json.loads(run(doctor, tinypkg, env, timeout=120).stdout)["plan"]
     assert "tinypkg.ops:add [small]" in plan["from_lock"] and "tinypkg.ops:add [small]" not in plan["to_tune"]
+
+
+# A stand-in judge child for the process bookkeeping (the real one, fresh_measure --serve, runs in the
+# tinypkg test above): it "imports" for a moment, then answers the one request on stdin with its pid and one
+# variable of the environment it was spawned with, or fails when the request asks it to.
+_STUB_JUDGE = """
+import json, os, sys, time
+time.sleep(0.2)
+line = sys.stdin.readline()
+if not line.strip():
+    sys.exit(0)
+ask = json.loads(line)
+req = json.load(open(ask["measure"]))
+if req.get("fail"):
+    print("stub judge: asked to fail", file=sys.stderr)
+    sys.exit(3)
+json.dump({"pid": os.getpid(), "marker": os.environ.get("KILN_TEST_MARKER"), "judge": {"imports_before_request_s": 0.2}},
+          open(ask["result"], "w"))
+"""
+
+
+def test_judge_spawns_the_next_fresh_process_ahead_and_drops_one_spawned_under_another_environment(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from tuning.bench.judge import Judge
+
+    monkeypatch.setenv("KILN_TEST_MARKER", "a")
+    judge = Judge(command=[sys.executable, "-c", _STUB_JUDGE])
+    judge.prestart()
+    first_spare = judge._spare.process
+    time.sleep(0.5)
+    one = judge.measure({}, 30)
+    assert one["pid"] == first_spare.pid and one["judge"]["spare"] is True and one["judge"]["spawned_s_before"] >= 0.5
+    assert one["judge"]["imports_before_request_s"] == 0.2 and one["phases_s"]["process"] >= 0
+    assert first_spare.poll() is not None  # one process, one measurement
+    second_spare = judge._spare.process  # started as the first answered
+    two = judge.measure({}, 30)
+    assert two["pid"] == second_spare.pid != one["pid"] and two["judge"]["spare"] is True
+
+    # A spare spawned under another environment (say, inside a case's tuning context) is never used:
+    # the measurement gets a cold judge with today's environment, as it would without spares.
+    stale = judge._spare.process
+    monkeypatch.setenv("KILN_TEST_MARKER", "b")
+    three = judge.measure({}, 30)
+    assert three["pid"] != stale.pid and three["marker"] == "b" and three["judge"] == {
+        "spare": False, "imports_before_request_s": 0.2, "cold_because": "environment changed since the spare started: KILN_TEST_MARKER"}
+    assert stale.poll() is not None
+
+    # A judge that fails says how; the next measurement still has its spare.
+    failed = judge.measure({"fail": True}, 30)
+    assert "measurement process failed (3)" in failed["error"] and "asked to fail" in failed["error"]
+    assert judge._spare is not None
+    left = judge._spare.process
+    judge.close()
+    assert left.poll() is not None and judge._spare is None
+
+    cold = Judge(warm=False, command=[sys.executable, "-c", _STUB_JUDGE])
+    cold.prestart()
+    assert cold._spare is None
+    assert cold.measure({}, 30)["judge"]["spare"] is False and cold._spare is None
 
 
 def test_to_lock_takes_lfbo_unless_beaten_in_the_same_process_and_skips_stale_records(tmp_path: Path) -> None:

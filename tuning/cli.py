@@ -168,7 +168,8 @@ def cmd_bench(ns: argparse.Namespace) -> int:
     cases = None if ns.all or not ns.cases else [c.strip() for c in ns.cases.split(",") if c.strip()]
     strategies = [s.strip() for s in ns.strategies.split(",") if s.strip()] if ns.strategies else None
     store = run_bench(BenchOptions(project, _config_settings(ns.config, None), cases, strategies, store_path,
-                                   lfbo_effort=ns.lfbo_effort, rounds=ns.rounds, shard=shard))
+                                   lfbo_effort=ns.lfbo_effort, rounds=ns.rounds, shard=shard,
+                                   warm_judge=not ns.cold_judge))
     failed = store.failures()
     for label, name in failed:
         print(f"kiln bench: FAILED {label} {name} (see {store.path})", file=sys.stderr)
@@ -239,6 +240,8 @@ def _bench_child_args(ns: argparse.Namespace, project: Path, store_path: Path) -
         args += ["--cases", ns.cases]
     if ns.strategies:
         args += ["--strategies", ns.strategies]
+    if ns.cold_judge:
+        args.append("--cold-judge")
     for pair in ns.config:
         args += ["-C", pair]
     return args
@@ -304,6 +307,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="a [tool.kiln] setting (budgets: effort, max_generations, ...), as with kiln tune")
     p.add_argument("--lfbo-effort", default="full", help="effort of the lfbo baseline (default: full)")
     p.add_argument("--rounds", type=int, default=5, help="interleaved timing rounds in the fresh measuring process")
+    p.add_argument("--cold-judge", action="store_true", help="start each measuring process only when its case is done "
+                   "(default: spawned ahead, its imports done while the case tunes)")
     p.add_argument("--shard", metavar="K/N", help="only the kernels whose index (0-based, in declared or --cases order) "
                    "satisfies index %% N == K, all their cases; several shards may share one --store")
     p.add_argument("--gpus", metavar="auto|0,1,...", help="one `--shard i/N` child per GPU (CUDA_VISIBLE_DEVICES pinned, "

@@ -6,7 +6,7 @@ For every case (``kernel_id@shape_name``) and strategy:
    build uses), from a fresh ``TRITON_CACHE_DIR`` and a reset kernel, so no
    strategy compiles faster because another ran first;
 2. re-measure the chosen config in a fresh process
-   (:mod:`tuning.bench.fresh_measure`), with :func:`tuning.measure.time_ms` for all,
+   (:mod:`tuning.bench.fresh_measure`, spawned ahead by :mod:`tuning.bench.judge`), with :func:`tuning.measure.time_ms` for all,
    together with the PyTorch reference (``<kernel>_ref`` in the kernel's module)
    and, for a strategy other than ``lfbo``, the stored ``lfbo`` config,
    interleaved over several rounds in that one process (DESIGN.md: noise
@@ -131,6 +131,7 @@ class BenchOptions:
     rounds: int = 5
     measure_timeout_s: float = 900
     shard: tuple[int, int] | None = None  # (K, N): only the kernels whose index % N == K (see select_shard)
+    warm_judge: bool = True  # each measurement's fresh process spawned ahead, its imports done while the case tunes (.judge)
 
 
 @dataclasses.dataclass
@@ -144,23 +145,26 @@ class Engine:
     versions: Callable[[], dict[str, Any]]
     capture: Callable[[], Any] = capture_trajectory
     environment: Callable[[str], Any] = lambda device: contextlib.nullcontext()
+    prestart: Callable[[], None] = lambda: None  # start the judge of the first measurement ahead (.judge.Judge)
+    close: Callable[[], None] = lambda: None  # end whatever the engine left running (a spare judge)
 
 
-def real_engine() -> Engine:
+def real_engine(warm_judge: bool = True) -> Engine:
     from build_backend.builder import prepare_build
     from tuning.strategies import get_strategy
     from tuning.tune import tune_case, tuning_environment
     from tuning.versions import toolchain_versions
 
-    from .fresh_measure import measure_in_fresh_process
+    from .judge import Judge
     from .roofline import measure_peaks
 
     def tune(case: Any, name: str, budget: Any, device: str, dev_key: Any, context: Any) -> Any:
         return tune_case(case, get_strategy(name), budget, device, dev_key, context)
 
+    judge = Judge(warm=warm_judge)
     return Engine(prepare=lambda project, cs: prepare_build(project, cs, tune=True), tune=tune,
-                  measure=measure_in_fresh_process, peaks=measure_peaks, versions=toolchain_versions,
-                  environment=tuning_environment)
+                  measure=judge.measure, peaks=measure_peaks, versions=toolchain_versions,
+                  environment=tuning_environment, prestart=judge.prestart, close=judge.close)
 
 
 def _log(msg: str) -> None:
@@ -171,7 +175,7 @@ def run_bench(opts: BenchOptions, log: Callable[[str], None] = _log, engine: Eng
     from tuning.errors import KilnError
     from tuning.strategies import _REGISTRY, Budget, strategy_limits
 
-    engine = engine or real_engine()
+    engine = engine or real_engine(opts.warm_judge)
     prep = engine.prepare(opts.project, opts.config_settings)
     settings, device, dev_key = prep.settings, prep.device, prep.plan.device
     if device is None or dev_key is None:
@@ -227,13 +231,17 @@ def run_bench(opts: BenchOptions, log: Callable[[str], None] = _log, engine: Eng
     store.set_peaks(run, peaks)
     if peaks.get("copy_gbps"):
         log(f"peaks: copy {peaks['copy_gbps']} GB/s, bf16 matmul {peaks['bf16_tflops']} TFLOP/s")
-    # Decided case by case, not from ``todo``: rerunning an earlier shape can change the seeds a build
-    # hands a later one, whose stored record then no longer matches (session 23's attention_causal).
-    for case in cases:
-        for name in strategies:
-            if to_run(case, name):
-                _run_one(store, run, case, name, budgets[name], device, dev_key, llm, peaks, opts, log, engine, earlier)
-                _release(device)
+    engine.prestart()  # after the peaks: the spare judge imports while the first case tunes, not while peaks are timed
+    try:
+        # Decided case by case, not from ``todo``: rerunning an earlier shape can change the seeds a build
+        # hands a later one, whose stored record then no longer matches (session 23's attention_causal).
+        for case in cases:
+            for name in strategies:
+                if to_run(case, name):
+                    _run_one(store, run, case, name, budgets[name], device, dev_key, llm, peaks, opts, log, engine, earlier)
+                    _release(device)
+    finally:
+        engine.close()
     return store
 
 
@@ -368,7 +376,7 @@ def _run_one(store: Store, run: dict[str, Any], case: Any, name: str, budget: An
                       roofline=fraction(None, None, peaks))
     else:
         record.update(ms=m["ms"][name], timer=m["timers"].get(name), measure_rounds=m["rounds"], measure_pid=m["pid"],
-                      measure_phases_s=m.get("phases_s"),
+                      measure_phases_s=m.get("phases_s"), measure_judge=m.get("judge"),
                       ref_ms=m["ref_ms"], ref_kind=m.get("ref_kind"), ref_reason=m.get("ref_reason"), roofline=fraction(m["work"], m["ms"][name], peaks))
         if BASELINE in configs and name != BASELINE:
             record["vs_lfbo"] = {"lfbo_config": configs[BASELINE], "lfbo_ms": m["ms"][BASELINE], "ms": m["ms"][name],
