@@ -49,14 +49,14 @@ def apply(settings: list[str]) -> dict[str, dict[str, int]]:
     return tables
 
 
-def seed_like_shipped(shipped: dict[str, Any] | None) -> None:
-    """Make the bench seed ``seeded`` from records made under ``shipped``, not the variant's limits (None: any limits)."""
+def seed_from_stored_picks(made_under: dict[str, Any] | None) -> None:
+    """Make the bench seed ``seeded`` from its stored picks made under ``made_under`` (None: under any limits), not the variant's."""
     from tuning.bench import run as bench_run
 
     original = bench_run.own_seeds
 
     def own_seeds(run: Any, case: Any, strategy: str, limits: Any = None, earlier: Any = None) -> dict[str, dict[str, Any]]:
-        return original(run, case, strategy, shipped if strategy == "seeded" else limits, earlier)
+        return original(run, case, strategy, made_under if strategy == "seeded" else limits, earlier)
 
     bench_run.own_seeds = own_seeds
 
@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     if not kiln:
         ap.error("give the kiln command after --, e.g. -- bench --cases ... --store ...")
     tables = apply(ns.set)
-    seed_like_shipped(None)  # the stored picks, whatever search made them (see the module's docstring)
+    seed_from_stored_picks(None)  # the stored picks, whatever search made them (see the module's docstring)
     print(f"seeded_variant: {tables}", file=sys.stderr, flush=True)
     from tuning.cli import main as kiln_main
 

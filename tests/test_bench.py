@@ -156,7 +156,7 @@ def test_seeded_variant_changes_the_search_and_the_records_say_so(tmp_path: Path
     assert limits["with_seeds"]["copies"] == 3 and limits["compiler_seeds_only"]["initial_population"] == 40
     # A variant run on one shape starts from the seeds today's seeded had there: its records at the other shapes.
     import tuning.bench.run as bench_run
-    from bench.seeded_variant import seed_like_shipped
+    from bench.seeded_variant import seed_from_stored_picks
 
     original_own_seeds = bench_run.own_seeds
     monkeypatch.setattr(bench_run, "own_seeds", original_own_seeds)  # restored after the test
@@ -175,7 +175,7 @@ def test_seeded_variant_changes_the_search_and_the_records_say_so(tmp_path: Path
         tune.seeds.clear()
         run_bench(opts, log=lambda m: None, engine=_fake_engine(both, tune, []))
         assert tune.seeds == [()]  # the bench alone: today's record at m is another search's, no seed
-        seed_like_shipped(shipped)
+        seed_from_stored_picks(shipped)
         tune.seeds.clear()
         mp.setitem(seeded_mod.WITH_SEEDS, "copies", 4)  # another variant, so s runs again
         run_bench(opts, log=lambda m: None, engine=_fake_engine(both, tune, []))
@@ -184,7 +184,7 @@ def test_seeded_variant_changes_the_search_and_the_records_say_so(tmp_path: Path
         # made by a search that is no longer today's, still seeds the variant (None: records of any limits).
         mp.setitem(seeded_mod.WITH_SEEDS, "polish_rounds", 77)  # today's search moved on; m's record is older now
         monkeypatch.setattr(bench_run, "own_seeds", original_own_seeds)
-        seed_like_shipped(None)
+        seed_from_stored_picks(None)
         tune.seeds.clear()
         mp.setitem(seeded_mod.WITH_SEEDS, "copies", 5)  # another variant
         run_bench(opts, log=lambda m: None, engine=_fake_engine(both, tune, []))
