@@ -31,6 +31,8 @@
 #                    with `kiln bench --report --store`), so no variant overwrites the table's seeded records;
 #                    an item C:key=value is a kiln setting for that variant's bench instead ("seed1=C:seed=1":
 #                    today's search with another random draw); each finished variant's store and log go to $OUT
+#   lfbo-spread [s]: (as PRE_A of `table`, or alone) a second lfbo draw of CASES (-C seed=SPREAD_SEED, default 1) in a
+#                    copy of the store, both draws re-timed in one process (bench/probes/lfbo_spread.py -> lfbo_spread.json)
 #   fix-trial [s]  : `table` with seeded's fix candidates first (#5, after session 11): GPU0 runs VARIANTS_A
 #                    (default: as-shipped last choice; two search paths), GPU1 the search_path_gap probe then
 #                    VARIANTS_B (default: a wider search), each GPU then its table shard; returns at once
@@ -143,6 +145,16 @@ variants)
       "${cset[@]}" --store "$R/var_$name.json" > "$R/var_$name.log" 2>&1; echo "variant $name rc=$?"
     cp "$R/var_$name.json" "$R/var_$name.log" "$OUT/"  # a variants call on its own brings each trial back
   done ;;
+lfbo-spread)
+  # (as PRE_A of `table`, or alone) a second full-effort lfbo draw (-C seed=SPREAD_SEED) of CASES in a copy of
+  # the committed store, then both draws re-timed in one fresh process (bench/probes/lfbo_spread.py): how far
+  # apart lfbo lands from itself, the noise floor under #5's 1.05 latency bar
+  cases=${CASES:-model_kernels.rms_norm:rms_norm@small,model_kernels.grouped_gemm:grouped_gemm@small}
+  cp bench/results/store.json "$R/spread.json"
+  timeout -s INT "${1:-1500}" python3 -m tuning.cli bench --cases "$cases" --strategies lfbo -C seconds=900 \
+    -C "seed=${SPREAD_SEED:-1}" --store "$R/spread.json" > "$R/spread.log" 2>&1; echo "lfbo-spread bench rc=$?"
+  python3 bench/probes/lfbo_spread.py --other "$R/spread.json" --cases "$cases" --out "$R/lfbo_spread.json" >> "$R/spread.log" 2>&1
+  echo "lfbo-spread probe rc=$?"; cp "$R/spread.json" "$R/spread.log" "$R/lfbo_spread.json" "$OUT/" 2>/dev/null || true ;;
 fix-trial)
   export VARIANTS_A=${VARIANTS_A:-"shipped=as_shipped.finalists=6|copies2=with_seeds.copies=2,compiler_seeds_only.copies=2"}
   export VARIANTS_B=${VARIANTS_B:-"wide=with_seeds.copies=2,with_seeds.initial_population=24,with_seeds.max_generations=5,compiler_seeds_only.copies=2,compiler_seeds_only.initial_population=30,compiler_seeds_only.max_generations=5"}

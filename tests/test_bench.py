@@ -1196,3 +1196,34 @@ def test_crash_bisect_spawns_its_trials_when_the_parent_touched_the_cuda_driver(
     assert crash_bisect.start_method() == "spawn"
     result = crash_bisect.run_trial("model_kernels.nope:nope@medium", {}, "spawn")
     assert not result["ok"] and "no declared case 'model_kernels.nope:nope@medium'" in result["error"]
+
+
+def test_lfbo_spread_re_times_two_lfbo_draws_in_one_process_and_refuses_draws_it_cannot_compare() -> None:
+    """bench/probes/lfbo_spread.py: the noise floor under the latency bar, one judge process per case."""
+    from bench.probes.lfbo_spread import compare
+
+    def store(seed: int, block: int, **extra: Any) -> dict[str, Any]:
+        rec = {"config": {"block_sizes": [block]}, "configs_tested": 400, "tuning_seconds": 300.0, "search_best_ms": 1.0,
+               "source_hash": "sha256:a", "spec": "[\"f32[8]\"]", "budget": {"effort": "full", "seed": seed}, **extra}
+        return {"runs": {"H200|x": {"cases": {"p.m:k@s": {"strategies": {"lfbo": rec}}}}}}
+
+    asked: list[dict[str, Any]] = []
+
+    def measure(request: dict[str, Any], timeout: float) -> dict[str, Any]:
+        asked.append(request)
+        return {"ms": {"first": 1.0, "second": 1.08}, "ref_ms": 2.0, "timers": {}, "judge": {"spare": False}}
+
+    (row,) = compare(store(0, 64), store(1, 32), ["p.m:k@s"], Path("/proj"), "cuda", measure)
+    assert row["second_over_first"] == 1.08 and row["same_config"] is False
+    assert [d["seed"] for d in row["draws"]] == [0, 1] and row["run"] == "H200|x"
+    (request,) = asked  # both configs in one request: one process, interleaved
+    assert request["configs"] == {"first": {"block_sizes": [64]}, "second": {"block_sizes": [32]}}
+    assert (request["kernel_id"], request["shape_name"]) == ("p.m:k", "s")
+
+    asked.clear()
+    (same_seed,) = compare(store(0, 64), store(0, 32), ["p.m:k@s"], Path("/proj"), "cuda", measure)
+    assert "both draws have seed 0" in same_seed["error"] and not asked
+    (other_source,) = compare(store(0, 64), store(1, 32, source_hash="sha256:b"), ["p.m:k@s"], Path("/proj"), "cuda", measure)
+    assert "another kernel source" in other_source["error"]
+    (missing,) = compare(store(0, 64), {"runs": {}}, ["p.m:k@s"], Path("/proj"), "cuda", measure)
+    assert missing["error"] == "no lfbo record in --other" and not asked

@@ -116,3 +116,14 @@ def test_table_strategies_narrows_the_table_to_the_baselines(tmp_path: Path) -> 
     assert proc.returncode == 0, proc.stderr
     (call,) = (res / "calls").read_text().splitlines()
     assert "--strategies lfbo " in call and "seeded" not in call
+
+
+def test_lfbo_spread_draws_lfbo_again_into_a_copy_of_the_store_then_compares(tmp_path: Path) -> None:
+    proc, res, out = _run(tmp_path, 1, "lfbo-spread", "60", CASES=CASES, SPREAD_SEED="2")
+    assert proc.returncode == 0, proc.stderr
+    bench, probe = (res / "calls").read_text().splitlines()
+    assert f"--cases {CASES} --strategies lfbo -C seconds=900 -C seed=2 --store {res / 'spread.json'}" in bench
+    assert bench.split(" ", 1)[1].startswith("-m tuning.cli bench")
+    assert f"bench/probes/lfbo_spread.py --other {res / 'spread.json'} --cases {CASES}" in probe
+    assert (res / "spread.json").read_text() == (ROOT / "bench/results/store.json").read_text()  # never the committed one
+    assert (res / "limits").read_text().split() == ["60"]
