@@ -3,8 +3,8 @@
 Why: the bar holds every case to 1.05 against `lfbo`, and that compares one draw of a
 stochastic search with one draw of another.  DESIGN.md saw two full LFBO runs of one
 4096^3 matmul pick configs that measured 0.190 and 0.201 ms (5.8% apart), and `seeded`'s
-own reruns of rms_norm small read 1.124, 1.015, 1.195, 1.002 and 1.124 against the same
-`lfbo` pick (sessions 16-28).  If `lfbo`'s second draw lands over 1.05 against its first
+runs of rms_norm small read 1.015 (session 16), 1.124 (19), 1.195 (20, a variant), 1.002
+(23) and 1.124 (28) against `lfbo`.  If `lfbo`'s second draw lands over 1.05 against its first
 on a case, no single draw of any search can be held to 1.05 there, and the remedy is in
 how a build chooses (several draws, a finish on the judge's clock), not in a search knob.
 
