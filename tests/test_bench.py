@@ -680,6 +680,12 @@ def test_judge_spawns_the_next_fresh_process_ahead_and_drops_one_spawned_under_a
         "spare": False, "imports_before_request_s": 0.2, "cold_because": "environment changed since the spare started: KILN_TEST_MARKER"}
     assert stale.poll() is not None
 
+    # A spare that died while it waited is replaced by a cold judge, and the record says why.
+    judge._spare.process.kill()
+    judge._spare.process.wait()
+    revived = judge.measure({}, 30)
+    assert revived["judge"]["spare"] is False and revived["judge"]["cold_because"].startswith("the spare exited (")
+
     # A judge that fails says how; the next measurement still has its spare.
     failed = judge.measure({"fail": True}, 30)
     assert "measurement process failed (3)" in failed["error"] and "asked to fail" in failed["error"]

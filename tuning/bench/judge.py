@@ -26,6 +26,7 @@ and it exits when its stdin closes, so it never outlives the bench.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -66,7 +67,8 @@ class _Judge:
             self.process.kill()
         self.process.wait()
         if self.process.stdin is not None:
-            self.process.stdin.close()
+            with contextlib.suppress(OSError):  # a request it never read: closing would flush it into a dead pipe
+                self.process.stdin.close()
         self.folder.cleanup()
 
 
