@@ -141,16 +141,9 @@ def measure_main(request_path: Path, result_path: Path, judge: dict[str, Any] | 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m tuning.bench.fresh_measure", description="internal: the fresh measuring process")
-    ap.add_argument("--serve", action="store_true", help="preload, then take one request as a JSON line on stdin")
-    ap.add_argument("--measure", type=Path)
-    ap.add_argument("--result", type=Path)
-    ns = ap.parse_args(argv)
-    if ns.serve:
-        return serve()
-    if ns.measure is None or ns.result is None:
-        ap.error("give --serve, or --measure and --result")
-    return measure_main(ns.measure, ns.result)
-
+    ap.add_argument("--serve", action="store_true", required=True, help="preload, then take one request as a JSON line on stdin")
+    ap.parse_args(argv)
+    return serve()
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -89,7 +89,7 @@ class Judge:
         folder = tempfile.TemporaryDirectory(prefix="kiln-bench-judge-")
         log = open(Path(folder.name) / "judge.log", "w")  # a file, not a pipe: an idle spare must never block on output
         try:
-            proc = subprocess.Popen(self.command, env=env, cwd=os.getcwd(), stdin=subprocess.PIPE, stdout=log,
+            proc = subprocess.Popen(self.command, env=env, stdin=subprocess.PIPE, stdout=log,
                                     stderr=subprocess.STDOUT, text=True)
         finally:
             log.close()
