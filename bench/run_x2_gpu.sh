@@ -16,7 +16,8 @@
 #                    every core, in TABLE_CASES order), for at most s seconds (default 1780: past a
 #                    30-minute device session, so the device's end stops it, not this limit: session 21's
 #                    1560 s cut a seeded run with 206 s of device time left), resuming from the committed
-#                    bench/results/store.json; PRE_A/PRE_B run first; returns at once.
+#                    bench/results/store.json; PRE_A/PRE_B run first, POST_A/POST_B after the table
+#                    (e.g. `variants`, so a trial never delays the table's missing rows); returns at once.
 #                    TABLE_CASES (a --cases list) narrows it, e.g. to families not measured yet; the
 #                    shards then split that list's kernels. TABLE_STRATEGIES=lfbo runs only the
 #                    baselines (they do not depend on seeded's limits, so they can run while a change
@@ -61,7 +62,7 @@ wait_jobs() {  # wait_jobs SECONDS: until both jobs wrote their done marker, or 
   local deadline=$(( $(date +%s) + $1 ))
   while [ "$(date +%s)" -lt "$deadline" ]; do
     [ -e "$R/store.json" ] && cp "$R/store.json" "$OUT/"
-    for f in "$R"/table?.log; do [ -e "$f" ] && cp "$f" "$OUT/"; done
+    for f in "$R"/table?.log "$R"/var_*.json "$R"/var_*.log; do [ -e "$f" ] && cp "$f" "$OUT/"; done
     [ -e "$R/A.done" ] && [ -e "$R/B.done" ] && return 0
     sleep 10
   done
@@ -113,10 +114,10 @@ table)
   bench="python3 -m tuning.cli bench ${TABLE_CASES:+--cases $TABLE_CASES} -C seconds=900 --strategies ${TABLE_STRATEGIES:-lfbo,seeded} --store $R/store.json"
   export JOB_TIMEOUT=${1:-1780}
   if [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
-    export JOB_A="${PRE_A:+$PRE_A; }$bench --shard 0/2 > $R/table0.log 2>&1"
-    export JOB_B="${PRE_B:+$PRE_B; }$bench --shard 1/2 > $R/table1.log 2>&1"
+    export JOB_A="${PRE_A:+$PRE_A; }$bench --shard 0/2 > $R/table0.log 2>&1${POST_A:+; $POST_A}"
+    export JOB_B="${PRE_B:+$PRE_B; }$bench --shard 1/2 > $R/table1.log 2>&1${POST_B:+; $POST_B}"
   else  # one GPU: one job, every case in TABLE_CASES order, all the cores; no job B
-    export JOB_A="${PRE_A:+$PRE_A; }$bench > $R/table0.log 2>&1" JOB_B=true CORES_A=0-$(( $(nproc) - 1 ))
+    export JOB_A="${PRE_A:+$PRE_A; }$bench > $R/table0.log 2>&1${POST_A:+; $POST_A}" JOB_B=true CORES_A=0-$(( $(nproc) - 1 ))
   fi
   touch "$R/table.launched"  # before PRE_A ends and table0.log appears: table-wait must not launch a second table
   bash bench/run_x2_gpu.sh launch ;;

@@ -127,3 +127,18 @@ def test_lfbo_spread_draws_lfbo_again_into_a_copy_of_the_store_then_compares(tmp
     assert f"bench/probes/lfbo_spread.py --other {res / 'spread.json'} --cases {CASES}" in probe
     assert (res / "spread.json").read_text() == (ROOT / "bench/results/store.json").read_text()  # never the committed one
     assert (res / "limits").read_text().split() == ["60"]
+
+
+def test_post_a_runs_after_the_table_and_a_wait_brings_its_trial_back(tmp_path: Path) -> None:
+    """POST_A (a seeded variant trial) runs after the table's bench, so it never delays a missing row;
+    its store and log come back at every tick of the wait, as the table's do (a call cut by the device
+    budget never reaches its pack)."""
+    post = 'CASES=model_kernels.grouped_gemm:grouped_gemm@medium VARIANTS="w=compiler_seeds_only.copies=4" bash bench/run_x2_gpu.sh variants'
+    proc, res, _ = _run(tmp_path, 1, "table", "30", POST_A=post)
+    assert proc.returncode == 0, proc.stderr
+    proc, res, out = _run(tmp_path, 1, "table-wait", "30")
+    assert proc.returncode == 0, proc.stderr
+    table, variant = (res / "calls").read_text().splitlines()
+    assert "-m tuning.cli bench" in table and f"--cases {CASES}" in table
+    assert "--set compiler_seeds_only.copies=4 -- bench --cases model_kernels.grouped_gemm:grouped_gemm@medium" in variant
+    assert {"var_w.json", "var_w.log", "table0.log"} <= {f.name for f in out.iterdir()}
