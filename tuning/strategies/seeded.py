@@ -44,6 +44,10 @@ from .warm_worker import warm_worker
 # The polish keeps Helion's cap of 10 rounds: its descent stops by itself at the
 # first round that does not improve, and rounds are cheap (~35-45 configs in 8-15 s
 # on attention, H200); on attention_causal@medium it used all 10 (0.386 -> 0.349 ms).
+# A cold start twice as wide (60 first configs, 4 paths) was measured once in session 32
+# (bench/results/variants_session32/var_coldwide.*): grouped_gemm@medium 1.054 -> 1.043 against
+# lfbo for 1.8x the time (3.35x -> 1.88x less than lfbo's), both searches never beating their
+# first config by 1%; not adopted: the table's time headroom cannot pay that on every cold shape.
 WITH_SEEDS = {"initial_population": 24, "copies": 2, "max_generations": 5, "polish_rounds": 10}
 COMPILER_SEEDS_ONLY = {"initial_population": 30, "copies": 2, "max_generations": 5, "polish_rounds": 10}
 
