@@ -371,7 +371,14 @@ def test_report_keeps_an_earlier_search_apart_and_says_why_a_case_misses_the_bar
     assert s["seeded"]["cases_over_worst_bar"] == ["p.m:a@medium", "p.m:a@small"]
     assert s["seeded"]["cases_under_time_bar"] == ["p.m:e@medium", "p.m:f@medium"]
     assert s["seeded (other search: with_seeds)"]["worst_latency_ratio"] == pytest.approx(1.0)
+    # Split by how each search started: the cold first shapes apart from the shapes seeded from them.
+    cold, seeded = s["seeded"]["by_seeds"]["cold"], s["seeded"]["by_seeds"]["seeded"]
+    assert cold["cases"] == 3 and cold["cases_over_worst_bar"] == ["p.m:a@medium"]
+    assert cold["geomean_latency_ratio"] == pytest.approx(1.1 ** (1 / 3)) and cold["worst_latency_ratio"] == pytest.approx(1.1)
+    assert seeded["cases"] == 1 and seeded["cases_over_worst_bar"] == ["p.m:a@small"]
+    assert seeded["geomean_time_ratio"] == pytest.approx(5.0)
     md = markdown(store, None, LIMITS)
+    assert "| seeded | cold | 3 | 3.17 | 1.0323 | 1.1000 | 1 |" in md and "| seeded | seeded | 1 | 5.00 | 1.0800 | 1.0800 | 1 |" in md
     assert "- p.m:a@medium `seeded` 1.1000: cold start (no seeds); its search already rated its pick 10.0% behind" in md
     assert ("- p.m:a@small `seeded` 1.0800: seeded from medium; its search rated its pick 0.0% ahead of lfbo's best "
             "(0.5 vs 0.5 ms, each search's clock), the fresh process 1.080x: the search's timings flattered its pick; "

@@ -307,9 +307,31 @@ def analyse(run: dict[str, Any], limits: dict[str, Any] | None = None,
             summary[name]["cases_far_ahead_of_lfbo"] = [row["case"] for row in ahead]
             summary[name]["geomean_latency_ratio_without_far_ahead"] = geomean(
                 r["latency_ratio"] for r in ratios if r["latency_ratio"] >= FAR_AHEAD)
+            summary[name]["by_seeds"] = by_seeds([row for row in rows if row["strategy"] == name])
     for name in summary:
         summary[name].update(llm_use([row["record"] for row in rows if row["strategy"] == name]))
     return {"rows": rows, "strategies": summary, "excluded": excluded, "lfbo_hit_seconds_cap": capped}
+
+
+def by_seeds(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """One strategy's judged rows split by how each search started: ``cold`` or ``seeded`` (from other shapes or the lock).
+
+    Why: a cold start is the only search with nothing to go on, and every shape seeded from it
+    inherits where it landed; whether a shortfall sits in the first shapes or in the seeded
+    ones says which part of the search to fix (#5, session 32: 8 of 11 rows over the bar were
+    a cold medium or seeded from one).
+    """
+    out: dict[str, dict[str, Any]] = {}
+    for kind in ("cold", "seeded"):
+        mine = [row for row in rows if row["ratios"]
+                and seeds_label(row["record"]).startswith("cold") == (kind == "cold")]
+        if mine:
+            out[kind] = {"cases": len(mine),
+                         "geomean_time_ratio": geomean(row["ratios"]["time_ratio"] for row in mine),
+                         "geomean_latency_ratio": geomean(row["ratios"]["latency_ratio"] for row in mine),
+                         "worst_latency_ratio": max(row["ratios"]["latency_ratio"] for row in mine),
+                         "cases_over_worst_bar": [row["case"] for row in mine if row.get("shortfall")]}
+    return out
 
 
 def llm_use(records: list[dict[str, Any]]) -> dict[str, Any]:

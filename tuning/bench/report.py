@@ -67,6 +67,16 @@ def bar_lines(a: dict[str, Any]) -> list[str]:
                       + f": `lfbo`'s full search ended on a slower config there, and such a case pulls the latency geomean down. "
                       f"Without {'it' if len(ahead) == 1 else 'them'} ({s['cases'] - len(ahead)} cases): latency geomean "
                       f"{verdict_rest}."]
+    split = {n: s["by_seeds"] for n, s in judged.items() if len(s.get("by_seeds") or {}) > 1}
+    if split:
+        lines += ["", "By how each search started (`cold`: the kernel's first shape in build order, nothing to seed "
+                  "from; `seeded`: from the kernel's earlier shapes or the lock, so it inherits where those landed):", "",
+                  f"| strategy | seeds | cases | time ratio | latency geomean | worst | cases over {BAR_WORST_LATENCY} |",
+                  "|---|---|---|---|---|---|---|"]
+        for name, parts in split.items():
+            lines += [f"| {name} | {kind} | {p['cases']} | {_f(p['geomean_time_ratio'], 2)} | "
+                      f"{_f(p['geomean_latency_ratio'], 4)} | {_f(p['worst_latency_ratio'], 4)} | "
+                      f"{len(p['cases_over_worst_bar'])} |" for kind, p in parts.items()]
     short = [row for row in a["rows"] if row.get("shortfall")]
     if short:
         lines += ["", f"Cases over {BAR_WORST_LATENCY}, and what their records say:", ""]
