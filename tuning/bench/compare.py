@@ -289,13 +289,7 @@ def analyse(run: dict[str, Any], limits: dict[str, Any] | None = None,
             rows.append(row)
     summary = {}
     for name, ratios in sorted(per.items(), key=lambda kv: (kv[0] != BASELINE, kv[0])):
-        summary[name] = {
-            "cases": len(ratios),
-            "geomean_time_ratio": geomean(r["time_ratio"] for r in ratios),
-            "geomean_configs_ratio": geomean(r["configs_ratio"] for r in ratios),
-            "geomean_latency_ratio": geomean(r["latency_ratio"] for r in ratios),
-            "worst_latency_ratio": max((r["latency_ratio"] for r in ratios), default=None),
-        }
+        summary[name] = ratio_summary(ratios)
         if name != BASELINE:
             summary[name]["meets_bar"] = bar_check(summary[name])
             summary[name]["cases_over_worst_bar"] = [row["case"] for row in rows
@@ -313,6 +307,17 @@ def analyse(run: dict[str, Any], limits: dict[str, Any] | None = None,
     return {"rows": rows, "strategies": summary, "excluded": excluded, "lfbo_hit_seconds_cap": capped}
 
 
+def ratio_summary(ratios: list[dict[str, Any]]) -> dict[str, Any]:
+    """Case count, geomean time, configs and latency ratios, and the worst latency ratio of some judged cases."""
+    return {
+        "cases": len(ratios),
+        "geomean_time_ratio": geomean(r["time_ratio"] for r in ratios),
+        "geomean_configs_ratio": geomean(r["configs_ratio"] for r in ratios),
+        "geomean_latency_ratio": geomean(r["latency_ratio"] for r in ratios),
+        "worst_latency_ratio": max((r["latency_ratio"] for r in ratios), default=None),
+    }
+
+
 def by_seeds(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """One strategy's judged rows split by how each search started: ``cold`` or ``seeded`` (from other shapes or the lock).
 
@@ -326,10 +331,7 @@ def by_seeds(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         mine = [row for row in rows if row["ratios"]
                 and seeds_label(row["record"]).startswith("cold") == (kind == "cold")]
         if mine:
-            out[kind] = {"cases": len(mine),
-                         "geomean_time_ratio": geomean(row["ratios"]["time_ratio"] for row in mine),
-                         "geomean_latency_ratio": geomean(row["ratios"]["latency_ratio"] for row in mine),
-                         "worst_latency_ratio": max(row["ratios"]["latency_ratio"] for row in mine),
+            out[kind] = {**ratio_summary([row["ratios"] for row in mine]),
                          "cases_over_worst_bar": [row["case"] for row in mine if row.get("shortfall")]}
     return out
 
