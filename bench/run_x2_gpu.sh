@@ -31,7 +31,9 @@
 #                    cases), each variant in its own copy of the committed store ($R/var_<name>.json; read it
 #                    with `kiln bench --report --store`), so no variant overwrites the table's seeded records;
 #                    an item C:key=value is a kiln setting for that variant's bench instead ("seed1=C:seed=1":
-#                    today's search with another random draw); each finished variant's store and log go to $OUT
+#                    today's search with another random draw); the trial stores and logs go to $OUT every 10 s
+#                    (VAR_BASE: start each copy from that store instead, e.g. a cut trial's, so its finished
+#                    first shapes seed the later ones)
 #   lfbo-spread [s]: (as PRE_A of `table`, or alone) a second lfbo draw of CASES (-C seed=SPREAD_SEED, default 1) in a
 #                    copy of the store, both draws re-timed in one process (bench/probes/lfbo_spread.py -> lfbo_spread.json)
 #   fix-trial [s]  : `table` with seeded's fix candidates first (#5, after session 11): GPU0 runs VARIANTS_A
@@ -136,16 +138,19 @@ llm-bench)
 variants)
   cases=${CASES:-model_kernels.attention:attention@medium,model_kernels.attention:attention@small,model_kernels.attention:attention@large,model_kernels.attention:attention_causal@medium,model_kernels.attention:attention_causal@small}
   IFS='|' read -ra vs <<< "${VARIANTS:?VARIANTS=name=table.key=int,...|...}"
+  # Every 10 s, the trial stores and logs so far to $OUT: a call cut mid-trial still brings back
+  # each case that trial finished (session 33's second call lost mamba2 small's half-run trial)
+  ( while sleep 10; do cp "$R"/var_*.json "$R"/var_*.log "$OUT/"; done ) >/dev/null 2>&1 & copier=$!
   for v in "${vs[@]}"; do
     name=${v%%=*}; sets=(); cset=(); IFS=',' read -ra items <<< "${v#*=}"
     for it in "${items[@]}"; do  # C:key=value is a kiln setting for the bench (C:seed=1), the rest seeded limits
       case "$it" in C:*) cset+=(-C "${it#C:}") ;; ?*) sets+=(--set "$it") ;; esac
     done
-    cp bench/results/store.json "$R/var_$name.json"
+    cp "${VAR_BASE:-bench/results/store.json}" "$R/var_$name.json"  # VAR_BASE: go on from a cut trial's store
     python3 bench/seeded_variant.py "${sets[@]}" -- bench --cases "$cases" --strategies seeded -C seconds=900 \
       "${cset[@]}" --store "$R/var_$name.json" > "$R/var_$name.log" 2>&1; echo "variant $name rc=$?"
     cp "$R/var_$name.json" "$R/var_$name.log" "$OUT/"  # a variants call on its own brings each trial back
-  done ;;
+  done; kill "$copier" 2>/dev/null ;;
 lfbo-spread)
   # (as PRE_A of `table`, or alone) a second full-effort lfbo draw (-C seed=SPREAD_SEED) of CASES in a copy of
   # the committed store, then both draws re-timed in one fresh process (bench/probes/lfbo_spread.py): how far

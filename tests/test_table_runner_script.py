@@ -109,6 +109,17 @@ def test_variants_pass_their_extra_bench_arguments_and_bring_each_trial_back(tmp
     assert {"var_s1.json", "var_s1.log", "var_s2.json", "var_s2.log"} <= {f.name for f in out.iterdir()}
 
 
+def test_variants_go_on_from_var_base_so_a_cut_trial_seeds_its_later_shapes(tmp_path: Path) -> None:
+    """Session 33's trial was cut after mamba2 medium; the next call had to seed small from that pick."""
+    base = tmp_path / "cut_trial.json"
+    base.write_text('{"from": "the cut trial"}')
+    proc, res, out = _run(tmp_path, 1, "variants", CASES="model_kernels.mamba2_chunk_scan:mamba2_chunk_scan@small",
+                          VARIANTS="w=compiler_seeds_only.copies=4", VAR_BASE=str(base))
+    assert proc.returncode == 0, proc.stderr
+    assert (res / "var_w.json").read_text() == base.read_text()
+    assert (out / "var_w.json").read_text() == base.read_text()
+
+
 def test_table_strategies_narrows_the_table_to_the_baselines(tmp_path: Path) -> None:
     """TABLE_STRATEGIES=lfbo: a session can run the missing lfbo baselines while a change to seeded's
     limits is still being measured, so no seeded row is run under limits about to change."""

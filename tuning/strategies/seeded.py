@@ -48,6 +48,10 @@ from .warm_worker import warm_worker
 # (bench/results/variants_session32/var_coldwide.*): grouped_gemm@medium 1.054 -> 1.043 against
 # lfbo for 1.8x the time (3.35x -> 1.88x less than lfbo's), both searches never beating their
 # first config by 1%; not adopted: the table's time headroom cannot pay that on every cold shape.
+# With the polish also bounded to 24 neighbours a round (session 33, "coldwide_bounded",
+# bench/results/variants_session33/): mamba2_chunk_scan@medium 1.124 -> 0.980, fp8_attention@medium
+# 1.107 -> 1.057, at 2.34x and 4.61x less time than lfbo (3.52x, 6.24x today); not yet adopted:
+# adopting reruns every seeded row, so it is first run over the whole table as a variant.
 WITH_SEEDS = {"initial_population": 24, "copies": 2, "max_generations": 5, "polish_rounds": 10}
 COMPILER_SEEDS_ONLY = {"initial_population": 30, "copies": 2, "max_generations": 5, "polish_rounds": 10}
 
