@@ -743,6 +743,9 @@ def test_first_population_pads_with_seed_neighbours_not_random_configs(pallas_en
 
     x = torch.randn(64, 128)
     bound = _case().kernel.bind((x, x))
+    # A build fixes Helion's random stream (the `seed` setting); unfixed it is time-based, and one CI
+    # run's draw left the random pad a config short on this tiny space.
+    monkeypatch.setattr(bound.settings, "autotune_random_seed", 0)
     seed = helion.Config(**_default_config())
 
     def population(leading: int, seeds: list[Any]) -> tuple[Any, list[Any], dict[str, int]]:

@@ -77,7 +77,9 @@ def pad_with_seed_neighbours(search: Any, seeds: Sequence[Any], leading: int) ->
                     added.append(flat)
         neighbours = len(added)
         # A small config space can have fewer neighbours than slots: the rest is Helion's random pad, as before.
-        for _ in range(4 * (want - neighbours)):
+        # In such a space random draws repeat often (tinypkg's: 3 new configs from 12 draws failed once in CI),
+        # and a draw is cheap next to a benchmark, so allow many before giving up on a slot.
+        for _ in range(64 + 16 * (want - neighbours)):
             if len(added) >= want:
                 break
             flat = gen.random_flat()
