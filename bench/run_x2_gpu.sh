@@ -56,6 +56,7 @@ if [ ! -d "$SITE/helion" ]; then
   python3 -m pip install -q --no-index --no-deps --no-compile --target "$SITE" .whl/*.whl .whl/llm/*.whl || exit 1
 fi
 export PYTHONPATH=$SITE:$PWD
+copy_trials() { for f in "$R"/var_*.json "$R"/var_*.log; do [ -e "$f" ] && cp "$f" "$OUT/"; done; }  # variant stores, logs
 pack() { tar -C "$R" --exclude='*cache*' -czf "$OUT/res.tgz" . ; ls -la "$R" "$R"/* | head -60; }
 wait_jobs() {  # wait_jobs SECONDS: until both jobs wrote their done marker, or SECONDS pass
   # Each tick also copies the bench store and the table logs to $OUT, so a call cut short still brings
@@ -64,7 +65,7 @@ wait_jobs() {  # wait_jobs SECONDS: until both jobs wrote their done marker, or 
   local deadline=$(( $(date +%s) + $1 ))
   while [ "$(date +%s)" -lt "$deadline" ]; do
     [ -e "$R/store.json" ] && cp "$R/store.json" "$OUT/"
-    for f in "$R"/table?.log "$R"/var_*.json "$R"/var_*.log; do [ -e "$f" ] && cp "$f" "$OUT/"; done
+    for f in "$R"/table?.log; do [ -e "$f" ] && cp "$f" "$OUT/"; done; copy_trials
     [ -e "$R/A.done" ] && [ -e "$R/B.done" ] && return 0
     sleep 10
   done
@@ -140,7 +141,7 @@ variants)
   IFS='|' read -ra vs <<< "${VARIANTS:?VARIANTS=name=table.key=int,...|...}"
   # Every 10 s, the trial stores and logs so far to $OUT: a call cut mid-trial still brings back
   # each case that trial finished (session 33's second call lost mamba2 small's half-run trial)
-  ( while sleep 10; do cp "$R"/var_*.json "$R"/var_*.log "$OUT/"; done ) >/dev/null 2>&1 & copier=$!
+  ( while sleep 10; do copy_trials; done ) >/dev/null 2>&1 & copier=$!
   for v in "${vs[@]}"; do
     name=${v%%=*}; sets=(); cset=(); IFS=',' read -ra items <<< "${v#*=}"
     for it in "${items[@]}"; do  # C:key=value is a kiln setting for the bench (C:seed=1), the rest seeded limits
