@@ -33,7 +33,9 @@
 #                    an item C:key=value is a kiln setting for that variant's bench instead ("seed1=C:seed=1":
 #                    today's search with another random draw); the trial stores and logs go to $OUT every 10 s
 #                    (VAR_BASE: start each copy from that store instead, e.g. a cut trial's, so its finished
-#                    first shapes seed the later ones)
+#                    first shapes seed the later ones, or this machine's own $R/var_<name>.json to go on in it;
+#                    the committed store's lfbo baselines it lacks are merged in first; each invocation
+#                    appends to $R/var_<name>.log under a "== variants" header)
 #   lfbo-spread [s]: (as PRE_A of `table`, or alone) a second lfbo draw of CASES (-C seed=SPREAD_SEED, default 1) in a
 #                    copy of the store, both draws re-timed in one process (bench/probes/lfbo_spread.py -> lfbo_spread.json)
 #   fix-trial [s]  : `table` with seeded's fix candidates first (#5, after session 11): GPU0 runs VARIANTS_A
@@ -147,9 +149,17 @@ variants)
     for it in "${items[@]}"; do  # C:key=value is a kiln setting for the bench (C:seed=1), the rest seeded limits
       case "$it" in C:*) cset+=(-C "${it#C:}") ;; ?*) sets+=(--set "$it") ;; esac
     done
-    cp "${VAR_BASE:-bench/results/store.json}" "$R/var_$name.json"  # VAR_BASE: go on from a cut trial's store
+    base=${VAR_BASE:-bench/results/store.json}  # VAR_BASE: go on from a cut trial's store
+    [ "$base" -ef "$R/var_$name.json" ] || cp "$base" "$R/var_$name.json"  # or from this machine's own trial store
+    # Appended, with a header: a second invocation on one trial store (session 34's call 2) overwrote
+    # the first one's log, and with it how its two rows ran
+    echo "== variants $name $(date -u +%FT%TZ) cases $cases" >> "$R/var_$name.log"
+    # A trial store made before a baseline was: the table's lfbo rows it lacks, and no table seeded row
+    # (session 34's mamba2 large variant row had no lfbo beside it, so no same-process ratio)
+    [ "$base" -ef bench/results/store.json ] || python3 -m tuning.cli bench --store "$R/var_$name.json" \
+      --merge-from bench/results/store.json --strategies lfbo >> "$R/var_$name.log" 2>&1
     python3 bench/seeded_variant.py "${sets[@]}" -- bench --cases "$cases" --strategies seeded -C seconds=900 \
-      "${cset[@]}" --store "$R/var_$name.json" > "$R/var_$name.log" 2>&1; echo "variant $name rc=$?"
+      "${cset[@]}" --store "$R/var_$name.json" >> "$R/var_$name.log" 2>&1; echo "variant $name rc=$?"
     cp "$R/var_$name.json" "$R/var_$name.log" "$OUT/"  # a variants call on its own brings each trial back
   done; kill "$copier" 2>/dev/null ;;
 lfbo-spread)

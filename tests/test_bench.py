@@ -775,6 +775,42 @@ def test_store_put_from_two_processes_loses_nothing(tmp_path: Path) -> None:
     assert run_doc["peaks"]["by"] in ("a", "b")
 
 
+def test_a_record_tuned_before_its_baseline_is_re_timed_beside_it_not_retuned(tmp_path: Path) -> None:
+    """Session 34: a variant row tuned in a trial store that had no lfbo row for its case got no
+    same-process ratio; once the baseline is in the store, the bench re-times the two stored configs
+    in one fresh process and tunes nothing."""
+    store_path = tmp_path / "store.json"
+    cases = [_case("pkg.m:k", "small")]
+    tune, measured = FakeTune(), []
+
+    def bench(strategies: list[str], log: list[str] | None = None) -> Store:
+        opts = BenchOptions(tmp_path, {}, None, strategies, store_path)
+        return run_bench(opts, log=(log if log is not None else []).append, engine=_fake_engine(cases, tune, measured))
+
+    bench(["seeded"])  # no baseline yet: a record with its own fresh-process ms and no ratio
+    (run_doc,) = Store.load(store_path).doc["runs"].values()
+    before = run_doc["cases"]["pkg.m:k@small"]["strategies"]["seeded"]
+    assert "vs_lfbo" not in before and [set(r["configs"]) for r in measured] == [{"seeded"}]
+
+    bench(["lfbo"])  # the baseline arrives (as `kiln bench --merge-from ... --strategies lfbo` brings it)
+    tune.calls.clear(), measured.clear()
+    log: list[str] = []
+    store = bench(["seeded"], log)
+    assert tune.calls == []  # the search is not run again
+    (request,) = measured
+    assert request["configs"] == {"seeded": before["config"], "lfbo": {"block_sizes": [64]}}
+    after = store.doc["runs"][next(iter(store.doc["runs"]))]["cases"]["pkg.m:k@small"]["strategies"]["seeded"]
+    assert after["vs_lfbo"]["lfbo_ms"] == 1.0 and after["vs_lfbo"]["ms"] == 1.02 and "after the tune" in after["vs_lfbo"]["note"]
+    assert {k: v for k, v in after.items() if k not in ("vs_lfbo", "finished_at")} == \
+        {k: v for k, v in before.items() if k != "finished_at"}  # the search's own record untouched
+    assert any("1 reused without a same-process lfbo ratio" in line for line in log)
+    assert any(line.startswith("paired pkg.m:k@small seeded") for line in log)
+
+    measured.clear()
+    bench(["lfbo", "seeded"])  # paired once: nothing more to do
+    assert tune.calls == [] and measured == []
+
+
 def test_merge_from_keeps_the_newest_copy_of_every_record(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Two device calls that each began from the committed store: every finished record survives the merge."""
     old_lfbo = {"ms": 1.0, "finished_at": "2026-12-01T05:00:00Z"}
@@ -806,6 +842,22 @@ def test_merge_from_keeps_the_newest_copy_of_every_record(tmp_path: Path, capsys
     assert kiln_main(["bench", "--project", str(tmp_path), "--store", str(tmp_path / "store.json"),
                       "--merge-from", str(tmp_path / "nope.json")]) == 2
     assert "no bench store yet" in capsys.readouterr().err
+
+
+def test_merge_from_with_strategies_brings_only_those_records(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A variant trial's store takes the table's lfbo baselines it lacks, never the table's newer seeded rows
+    (another search than the trial's)."""
+    _store_of({"p.m:a@medium": {"seeded": {"ms": 1.5, "finished_at": "2026-12-01T00:00:00Z"}}}, tmp_path / "trial.json").save()
+    _store_of({"p.m:a@medium": {"lfbo": {"ms": 1.0, "finished_at": "2026-11-30T00:00:00Z"},
+                                "seeded": {"ms": 1.2, "finished_at": "2026-12-02T00:00:00Z"}},
+               "p.m:a@large": {"lfbo": {"ms": 2.0, "finished_at": "2026-11-30T00:00:00Z"}}}, tmp_path / "table.json").save()
+    rc = kiln_main(["bench", "--project", str(tmp_path), "--store", str(tmp_path / "trial.json"),
+                    "--merge-from", str(tmp_path / "table.json"), "--strategies", "lfbo"])
+    assert rc == 0
+    assert "2 records merged" in capsys.readouterr().err
+    (run_doc,) = Store.load(tmp_path / "trial.json").doc["runs"].values()
+    got = {(label, name): rec["ms"] for label, case in run_doc["cases"].items() for name, rec in case["strategies"].items()}
+    assert got == {("p.m:a@medium", "seeded"): 1.5, ("p.m:a@medium", "lfbo"): 1.0, ("p.m:a@large", "lfbo"): 2.0}
 
 
 def test_bench_seeds_by_the_declared_build_order_whichever_cases_are_picked(tmp_path: Path) -> None:

@@ -120,6 +120,28 @@ def test_variants_go_on_from_var_base_so_a_cut_trial_seeds_its_later_shapes(tmp_
     assert (out / "var_w.json").read_text() == base.read_text()
 
 
+def test_variants_on_their_own_trial_store_merge_the_baselines_and_keep_every_log(tmp_path: Path) -> None:
+    """Session 34: a second invocation on the machine's own trial store overwrote the first one's log, and
+    the trial store (from session 33) lacked mamba2 large's lfbo row, so that variant row had no ratio."""
+    base = tmp_path / "older_trial.json"
+    base.write_text('{"from": "an older trial"}')
+    first = dict(CASES="model_kernels.grouped_gemm:grouped_gemm@small", VARIANTS="w=compiler_seeds_only.copies=4")
+    proc, res, _ = _run(tmp_path, 1, "variants", **first, VAR_BASE=str(base))
+    assert proc.returncode == 0, proc.stderr
+    proc, res, out = _run(tmp_path, 1, "variants", CASES="model_kernels.attention:attention_causal@medium",
+                          VARIANTS="w=compiler_seeds_only.copies=4", VAR_BASE=str(res / "var_w.json"))
+    assert proc.returncode == 0, proc.stderr
+    assert "same file" not in proc.stderr  # going on in its own store is no copy
+    merge1, variant1, merge2, variant2 = (res / "calls").read_text().splitlines()
+    for merge in (merge1, merge2):  # the committed store's baselines, and nothing else of it
+        assert f"-m tuning.cli bench --store {res / 'var_w.json'} --merge-from bench/results/store.json --strategies lfbo" in merge
+    assert "grouped_gemm@small" in variant1 and "attention_causal@medium" in variant2
+    log = (out / "var_w.log").read_text()
+    assert [line.split()[-1] for line in log.splitlines() if line.startswith("== variants w ")] == [
+        "model_kernels.grouped_gemm:grouped_gemm@small", "model_kernels.attention:attention_causal@medium"]
+    assert log.count("kiln bench: done stub") == 4  # both invocations' output kept (stub: merge and bench each)
+
+
 def test_table_strategies_narrows_the_table_to_the_baselines(tmp_path: Path) -> None:
     """TABLE_STRATEGIES=lfbo: a session can run the missing lfbo baselines while a change to seeded's
     limits is still being measured, so no seeded row is run under limits about to change."""

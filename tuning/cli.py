@@ -154,7 +154,7 @@ def cmd_bench(ns: argparse.Namespace) -> int:
     if ns.to_lock:
         return _bench_to_lock(ns, project, store_path)
     if ns.merge_from:
-        return _bench_merge(ns.merge_from, store_path)
+        return _bench_merge(ns.merge_from, store_path, _strategy_list(ns.strategies))
     from .bench.gpus import parse_shard
     from .bench.run import BenchOptions, run_bench
 
@@ -166,7 +166,7 @@ def cmd_bench(ns: argparse.Namespace) -> int:
         return _bench_on_gpus(ns, project, store_path)
     shard = parse_shard(ns.shard) if ns.shard is not None else None
     cases = None if ns.all or not ns.cases else [c.strip() for c in ns.cases.split(",") if c.strip()]
-    strategies = [s.strip() for s in ns.strategies.split(",") if s.strip()] if ns.strategies else None
+    strategies = _strategy_list(ns.strategies)
     store = run_bench(BenchOptions(project, _config_settings(ns.config, None), cases, strategies, store_path,
                                    lfbo_effort=ns.lfbo_effort, rounds=ns.rounds, shard=shard,
                                    warm_judge=not ns.cold_judge))
@@ -220,12 +220,18 @@ def _bench_to_lock(ns: argparse.Namespace, project: Path, store_path: Path) -> i
     return 0
 
 
-def _bench_merge(sources: list[str], store_path: Path) -> int:
-    """`kiln bench --merge-from A --merge-from B`: the newest copy of every record of A and B into --store."""
+def _strategy_list(text: str | None) -> list[str] | None:
+    """``--strategies a,b`` as a list; None when not given (each command's own default)."""
+    return [s.strip() for s in text.split(",") if s.strip()] if text else None
+
+
+def _bench_merge(sources: list[str], store_path: Path, strategies: list[str] | None = None) -> int:
+    """`kiln bench --merge-from A --merge-from B [--strategies lfbo]`: the newest copy of every record of A and B
+    (of those strategies only, when given) into --store."""
     from .bench.store import Store, merge_into
 
     others = [_existing_store(Path(s)) for s in sources]
-    moved = merge_into(Store(store_path), others)  # update() reads the target under its lock: no load first
+    moved = merge_into(Store(store_path), others, strategies)  # update() reads the target under its lock: no load first
     for label, name, source in moved:
         print(f"kiln bench: merged {label} {name} from {source}", file=sys.stderr)
     print(f"kiln bench: {len(moved)} records merged into {store_path}", file=sys.stderr)
@@ -322,7 +328,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--merge-from", action="append", default=[], metavar="STORE",
                    help="copy into --store every record of STORE that it lacks or holds an older copy of "
                         "(newest finished_at wins; repeatable; no tuning), e.g. the stores of device calls "
-                        "that each started from the committed one")
+                        "that each started from the committed one; with --strategies, only those strategies' "
+                        "records, e.g. the table's lfbo baselines into a variant trial's store")
     p.set_defaults(func=cmd_bench)
 
     ns = parser.parse_args(argv)

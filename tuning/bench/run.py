@@ -219,12 +219,17 @@ def run_bench(opts: BenchOptions, log: Callable[[str], None] = _log, engine: Eng
         return (not Store.reusable(stored(case, name), case.source_hash, case.spec.declared, budgets[name].as_provenance())
                 or (name != BASELINE and not made_as_now(run, case, name, limits[name], earlier)))
 
+    def to_pair(case: Any, name: str) -> bool:
+        return name != BASELINE and not to_run(case, name) and unpaired(stored(case, name), stored(case, BASELINE), case)
+
     todo = [(c, s) for c in cases for s in strategies if to_run(c, s)]
+    pairs = [(c, s) for c in cases for s in strategies if to_pair(c, s)]
     shard = "" if opts.shard is None else f" (shard {opts.shard[0]}/{opts.shard[1]})"
     log(f"{len(cases)} cases{shard} x {len(strategies)} strategies ({', '.join(strategies)}) on {dev_key.name} ({dev_key.arch}); "
         f"{len(cases) * len(strategies) - len(todo)} reused from {store_path}, {len(todo)} to run"
-        + (" (more if a rerun hands a later shape other seeds)" if todo else ""))
-    if not todo:
+        + (" (more if a rerun hands a later shape other seeds)" if todo else "")
+        + (f"; {len(pairs)} reused without a same-process {BASELINE} ratio to re-time beside it" if pairs else ""))
+    if not todo and not pairs:
         return store
 
     peaks = engine.peaks(device)
@@ -240,9 +245,56 @@ def run_bench(opts: BenchOptions, log: Callable[[str], None] = _log, engine: Eng
                 if to_run(case, name):
                     _run_one(store, run, case, name, budgets[name], device, dev_key, llm, peaks, opts, log, engine, earlier)
                     _release(device)
+                elif to_pair(case, name):
+                    _pair_with_baseline(store, run, case, name, device, opts, log, engine)
     finally:
         engine.close()
     return store
+
+
+def unpaired(record: Mapping[str, Any] | None, base: Mapping[str, Any] | None, case: Any) -> bool:
+    """A finished record with no same-process ratio against a baseline the store now holds.
+
+    The report quotes a strategy against ``lfbo`` only from both configs re-timed in one
+    fresh process.  A record tuned before its case's baseline existed has none, and
+    rerunning its whole search to get one would cost minutes of device time and a new
+    draw; re-timing the two stored configs costs one measurement (session 34's mamba2
+    large variant row, tuned in a trial store that predated the baseline).
+    """
+    return bool(record and record.get("config") and not record.get("error") and not record.get("vs_lfbo")
+                and _baseline_usable(base, case))
+
+
+def _baseline_usable(base: Mapping[str, Any] | None, case: Any) -> bool:
+    return Store.reusable(base, case.source_hash, case.spec.declared, (base or {}).get("budget", {}))
+
+
+def _measure_request(opts: BenchOptions, case: Any, device: str, configs: Mapping[str, Any]) -> dict[str, Any]:
+    return {"project": str(opts.project), "config_settings": opts.config_settings, "kernel_id": case.kernel_id,
+            "shape_name": case.spec.name, "device": device, "configs": dict(configs), "rounds": opts.rounds}
+
+
+def _pair_with_baseline(store: Store, run: dict[str, Any], case: Any, name: str, device: str, opts: BenchOptions,
+                        log: Callable[[str], None], engine: Engine) -> None:
+    """Re-time a stored record's config beside the stored baseline's in one fresh process; tune nothing.
+
+    Only ``vs_lfbo`` is added (marked as paired after the tune): the record's own ``ms``
+    and everything its search did stay as they were.
+    """
+    label = case_label(case.kernel_id, case.spec.name)
+    strategies = run["cases"][label]["strategies"]
+    record, base = dict(strategies[name]), strategies[BASELINE]
+    log(f"re-time {label} {name} beside {BASELINE} (stored configs; no tuning)")
+    m = engine.measure(_measure_request(opts, case, device, {name: record["config"], BASELINE: base["config"]}),
+                       opts.measure_timeout_s)
+    if "error" in m:
+        log(f"FAILED re-timing {label} {name} beside {BASELINE}: {m['error']}")
+        return
+    record["vs_lfbo"] = {"lfbo_config": base["config"], "lfbo_ms": m["ms"][BASELINE], "ms": m["ms"][name],
+                         "note": "both re-measured interleaved in one fresh process, after the tune (the baseline came later)",
+                         "measure_pid": m.get("pid")}
+    store.put(run, case.kernel_id, case.spec.name, name, record)
+    log(f"paired {label} {name}: {m['ms'][name]} ms beside {BASELINE}'s {m['ms'][BASELINE]} ms (one fresh process)")
 
 
 def build_order(picked: list[Any], earlier: Mapping[str, frozenset[str]]) -> list[Any]:
@@ -366,11 +418,9 @@ def _run_one(store: Store, run: dict[str, Any], case: Any, name: str, budget: An
     )
     configs = {name: dict(entry.config)}
     base = run["cases"].get(label, {}).get("strategies", {}).get(BASELINE)
-    if name != BASELINE and Store.reusable(base, case.source_hash, case.spec.declared, (base or {}).get("budget", {})):
+    if name != BASELINE and _baseline_usable(base, case):
         configs[BASELINE] = base["config"]
-    m = engine.measure({"project": str(opts.project), "config_settings": opts.config_settings,
-                        "kernel_id": case.kernel_id, "shape_name": case.spec.name, "device": device,
-                        "configs": configs, "rounds": opts.rounds}, opts.measure_timeout_s)
+    m = engine.measure(_measure_request(opts, case, device, configs), opts.measure_timeout_s)
     if "error" in m:
         record.update(ms=None, ms_error=m["error"], ref_ms=None, ref_reason="measurement process failed",
                       roofline=fraction(None, None, peaks))

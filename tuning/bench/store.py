@@ -28,7 +28,7 @@ import json
 import os
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -144,7 +144,7 @@ class Store:
         self.update(lambda doc: _run_in(doc, run["gpu"], run["versions"]).__setitem__("peaks", peaks))
 
 
-def merge_into(store: Store, others: list[Store]) -> list[tuple[str, str, str]]:
+def merge_into(store: Store, others: list[Store], strategies: Collection[str] | None = None) -> list[tuple[str, str, str]]:
     """Copy into ``store`` every record of ``others`` it lacks or holds an older copy of; return what moved.
 
     Why: a device call that finds a fresh machine starts from the committed store, not
@@ -153,6 +153,11 @@ def merge_into(store: Store, others: list[Store]) -> list[tuple[str, str, str]]:
     strategy) keeps every finished record and never lets a stale copy replace a newer
     one.  A run's peaks follow the same rule on ``measured_at``.  Returned as
     (case label, strategy, source path) for the command to print.
+
+    ``strategies`` narrows the merge to those strategies' records.  A variant trial's store
+    takes only the table's ``lfbo`` baselines: a newer table ``seeded`` row is another search
+    and must not replace the trial's own (session 34's trial store predated mamba2 large's
+    baseline, so its row there had no same-process comparison).
     """
     moved: list[tuple[str, str, str]] = []
 
@@ -165,6 +170,8 @@ def merge_into(store: Store, others: list[Store]) -> list[tuple[str, str, str]]:
                 for label, case in run["cases"].items():
                     target = Store.case(mine, case["kernel_id"], case["shape_name"])["strategies"]
                     for name, rec in case["strategies"].items():
+                        if strategies is not None and name not in strategies:
+                            continue
                         if _newer(rec, target.get(name), "finished_at"):
                             target[name] = rec
                             moved.append((label, name, str(other.path)))
