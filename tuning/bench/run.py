@@ -219,11 +219,17 @@ def run_bench(opts: BenchOptions, log: Callable[[str], None] = _log, engine: Eng
         return (not Store.reusable(stored(case, name), case.source_hash, case.spec.declared, budgets[name].as_provenance())
                 or (name != BASELINE and not made_as_now(run, case, name, limits[name], earlier)))
 
-    def to_pair(case: Any, name: str) -> bool:
-        return name != BASELINE and not to_run(case, name) and unpaired(stored(case, name), stored(case, BASELINE), case)
+    def to_pair(case: Any, name: str) -> bool:  # asked only of a record to_run() keeps
+        return name != BASELINE and unpaired(stored(case, name), stored(case, BASELINE), case)
 
-    todo = [(c, s) for c in cases for s in strategies if to_run(c, s)]
-    pairs = [(c, s) for c in cases for s in strategies if to_pair(c, s)]
+    todo: list[tuple[Any, str]] = []
+    pairs: list[tuple[Any, str]] = []
+    for c in cases:
+        for s in strategies:
+            if to_run(c, s):
+                todo.append((c, s))
+            elif to_pair(c, s):
+                pairs.append((c, s))
     shard = "" if opts.shard is None else f" (shard {opts.shard[0]}/{opts.shard[1]})"
     log(f"{len(cases)} cases{shard} x {len(strategies)} strategies ({', '.join(strategies)}) on {dev_key.name} ({dev_key.arch}); "
         f"{len(cases) * len(strategies) - len(todo)} reused from {store_path}, {len(todo)} to run"
@@ -274,6 +280,11 @@ def _measure_request(opts: BenchOptions, case: Any, device: str, configs: Mappin
             "shape_name": case.spec.name, "device": device, "configs": dict(configs), "rounds": opts.rounds}
 
 
+def _vs_baseline(m: Mapping[str, Any], name: str, base_config: Any, note: str) -> dict[str, Any]:
+    """A record's ``vs_lfbo``: both configs' times from one fresh-process answer ``m``."""
+    return {"lfbo_config": base_config, "lfbo_ms": m["ms"][BASELINE], "ms": m["ms"][name], "note": note}
+
+
 def _pair_with_baseline(store: Store, run: dict[str, Any], case: Any, name: str, device: str, opts: BenchOptions,
                         log: Callable[[str], None], engine: Engine) -> None:
     """Re-time a stored record's config beside the stored baseline's in one fresh process; tune nothing.
@@ -290,9 +301,8 @@ def _pair_with_baseline(store: Store, run: dict[str, Any], case: Any, name: str,
     if "error" in m:
         log(f"FAILED re-timing {label} {name} beside {BASELINE}: {m['error']}")
         return
-    record["vs_lfbo"] = {"lfbo_config": base["config"], "lfbo_ms": m["ms"][BASELINE], "ms": m["ms"][name],
-                         "note": "both re-measured interleaved in one fresh process, after the tune (the baseline came later)",
-                         "measure_pid": m.get("pid")}
+    record["vs_lfbo"] = {**_vs_baseline(m, name, base["config"], "both re-measured interleaved in one fresh process, "
+                                        "after the tune (the baseline came later)"), "measure_pid": m.get("pid")}
     store.put(run, case.kernel_id, case.spec.name, name, record)
     log(f"paired {label} {name}: {m['ms'][name]} ms beside {BASELINE}'s {m['ms'][BASELINE]} ms (one fresh process)")
 
@@ -429,8 +439,7 @@ def _run_one(store: Store, run: dict[str, Any], case: Any, name: str, budget: An
                       measure_phases_s=m.get("phases_s"), measure_judge=m.get("judge"),
                       ref_ms=m["ref_ms"], ref_kind=m.get("ref_kind"), ref_reason=m.get("ref_reason"), roofline=fraction(m["work"], m["ms"][name], peaks))
         if BASELINE in configs and name != BASELINE:
-            record["vs_lfbo"] = {"lfbo_config": configs[BASELINE], "lfbo_ms": m["ms"][BASELINE], "ms": m["ms"][name],
-                                 "note": "both re-measured interleaved in one fresh process"}
+            record["vs_lfbo"] = _vs_baseline(m, name, configs[BASELINE], "both re-measured interleaved in one fresh process")
     store.put(run, case.kernel_id, case.spec.name, name, record)
     log(f"done {label} {name}: {record.get('configs_tested')} configs, {record.get('tuning_seconds')} s, "
         f"{record.get('ms')} ms (fresh process), ref {record.get('ref_ms')} ms"
