@@ -9,7 +9,8 @@
 #                                      accuracy diagnostic
 #   collect : verify the merged-lock wheel (.kiln-gpu/*.whl, made by bench/build_merged_tinypkg_wheel.sh) on this GPU, wait for A and B
 #   verify  : only the merged-lock wheel check
-#   launch  : only start A and B (JOB_A/JOB_B) and return; wait [s] : wait for them, then pack
+#   launch  : only start A and B (JOB_A/JOB_B) and return; wait [s] : wait for them, then pack (on a
+#             fresh machine, where the last went back: start JOB_A/JOB_B over if given, else exit 3 at once)
 #   scaling : local executor, same cases on 1 GPU then 2 (needs both GPUs to itself)
 #   table [s]      : #5's 33-case table: `kiln bench --all -C seconds=900 --strategies lfbo,seeded`, shard 0/2 as
 #                    job A on GPU0 and 1/2 as job B on GPU1 (on a 1-GPU machine: one unsharded job A on
@@ -58,7 +59,8 @@ if [ ! -d "$SITE/helion" ]; then
   python3 -m pip install -q --no-index --no-deps --no-compile --target "$SITE" .whl/*.whl .whl/llm/*.whl || exit 1
 fi
 export PYTHONPATH=$SITE:$PWD
-copy_trials() { for f in "$R"/var_*.json "$R"/var_*.log; do [ -e "$f" ] && cp "$f" "$OUT/"; done; }  # variant stores, logs
+# variant stores and logs, and the lfbo-spread draw's store and log: a call cut mid-draw keeps what it finished
+copy_trials() { for f in "$R"/var_*.json "$R"/var_*.log "$R"/spread.json "$R"/spread.log; do [ -e "$f" ] && cp "$f" "$OUT/"; done; }
 pack() { tar -C "$R" --exclude='*cache*' -czf "$OUT/res.tgz" . ; ls -la "$R" "$R"/* | head -60; }
 wait_jobs() {  # wait_jobs SECONDS: until both jobs wrote their done marker, or SECONDS pass
   # Each tick also copies the bench store and the table logs to $OUT, so a call cut short still brings
@@ -83,6 +85,7 @@ start)
   CUDA_VISIBLE_DEVICES=0 timeout 240 python3 bench/multi_gpu_type_gpu.py tune --out "$R/tinypkg_h200.lock.json" > "$R/tinypkg_tune.log" 2>&1
   echo "tinypkg tune rc=$?"; cp "$R/tinypkg_h200.lock.json" "$OUT/" 2>/dev/null
   # setsid: the device keeps a new session's processes running after this call returns
+  touch "$R/jobs.launched"
   setsid bash bench/run_x2_gpu.sh jobA </dev/null >"$R/jobA.out" 2>&1 &
   setsid bash bench/run_x2_gpu.sh jobB </dev/null >"$R/jobB.out" 2>&1 &
   sleep 5
@@ -95,14 +98,26 @@ jobA|jobB)
   fi
   export CUDA_VISIBLE_DEVICES=$gpu HELION_AUTOTUNE_PRECOMPILE_JOBS=16
   [ "$gpu" -lt "$(nvidia-smi -L | wc -l)" ] || { touch "$R/${phase#job}.done"; exit 0; }  # a 1-GPU machine has no GPU1
-  taskset -c "$cores" timeout "${JOB_TIMEOUT:-1200}" bash -c "$cmd"
+  R="$R" taskset -c "$cores" timeout "${JOB_TIMEOUT:-1200}" bash -c "$cmd"  # a JOB_A given in single quotes reads $R
   touch "$R/${phase#job}.done" ;;
 launch)
-  rm -f "$R/A.done" "$R/B.done"
+  rm -f "$R/A.done" "$R/B.done"; touch "$R/jobs.launched"  # `wait` on a machine without it waits on nothing
   setsid bash bench/run_x2_gpu.sh jobA </dev/null >"$R/jobA.out" 2>&1 &
   setsid bash bench/run_x2_gpu.sh jobB </dev/null >"$R/jobB.out" 2>&1 &
   sleep 5; ps -eo pid,args | grep -E "model_kernels|probe|strategies" | grep -v grep | head ;;
 wait)
+  # A machine that went back between calls comes back bare: no job, so no done marker, and the wait
+  # used to sit out its whole limit on nothing (session 35's second call: 553 s of its 1800).  With
+  # the job's command in JOB_A / JOB_B, start it over here; without, say so and return at once.
+  if [ ! -e "$R/jobs.launched" ]; then
+    if [ -n "${JOB_A:-}" ]; then
+      echo "wait: no jobs on this machine (a fresh one: the last went back); relaunching JOB_A / JOB_B"
+      bash bench/run_x2_gpu.sh launch
+    else
+      echo "wait: no jobs on this machine (a fresh one: the last went back), and no JOB_A to start over; nothing to wait for"
+      exit 3
+    fi
+  fi
   wait_jobs "${1:-500}"; echo "jobs done: $?"; for f in "$R"/*.log; do tail -n 3 "$f"; done; pack ;;
 verify|collect)
   if ls .kiln-gpu/*.whl >/dev/null 2>&1; then

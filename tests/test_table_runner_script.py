@@ -175,3 +175,32 @@ def test_post_a_runs_after_the_table_and_a_wait_brings_its_trial_back(tmp_path: 
     assert "-m tuning.cli bench" in table and f"--cases {CASES}" in table
     assert "--set compiler_seeds_only.copies=4 -- bench --cases model_kernels.grouped_gemm:grouped_gemm@medium" in variant
     assert {"var_w.json", "var_w.log", "table0.log"} <= {f.name for f in out.iterdir()}
+
+
+def test_wait_on_a_fresh_machine_starts_the_job_over_or_returns_at_once(tmp_path: Path) -> None:
+    """Session 35's second call found a fresh machine and `wait` sat out 553 s of the session's 1800
+    on no job.  Given the job's command it starts it over; without one it says so and stops."""
+    import time
+
+    started = time.monotonic()
+    proc, res, _ = _run(tmp_path, 1, "wait", "60")
+    assert proc.returncode == 3 and "nothing to wait for" in proc.stdout
+    assert time.monotonic() - started < 30 and not (res / "calls").exists()
+
+    job = 'python3 -m tuning.cli bench --cases X --store "$R/spread.json"'
+    proc, res, out = _run(tmp_path, 1, "wait", "60", JOB_A=job, JOB_B="true")
+    assert proc.returncode == 0, proc.stderr
+    assert "relaunching JOB_A / JOB_B" in proc.stdout and (res / "A.done").exists()
+    # $R in a single-quoted JOB_A is the results folder (it was unset in the job's shell until session 35)
+    assert f"-m tuning.cli bench --cases X --store {res / 'spread.json'}" in (res / "calls").read_text()
+    proc, _, _ = _run(tmp_path, 1, "wait", "60")  # the machine's jobs are done: nothing is started again
+    assert proc.returncode == 0 and "relaunching" not in proc.stdout
+    assert len((res / "calls").read_text().splitlines()) == 1
+
+
+def test_a_cut_lfbo_spread_draw_comes_back_at_every_tick(tmp_path: Path) -> None:
+    """Session 35's spread draw was lost with its machine: the wait now copies its store and log each tick."""
+    job = 'echo "{}" > "$R/spread.json"; echo "[485s] Polish round 10" > "$R/spread.log"'  # a draw's files, never copied by the job
+    proc, res, out = _run(tmp_path, 1, "wait", "60", JOB_A=job, JOB_B="true")
+    assert proc.returncode == 0, proc.stderr
+    assert {"spread.json", "spread.log"} <= {f.name for f in out.iterdir()}
