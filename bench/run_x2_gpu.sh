@@ -38,7 +38,8 @@
 #                    the committed store's lfbo baselines it lacks are merged in first; each invocation
 #                    appends to $R/var_<name>.log under a "== variants" header)
 #   lfbo-spread [s]: (as PRE_A of `table`, or alone) a second lfbo draw of CASES (-C seed=SPREAD_SEED, default 1) in a
-#                    copy of the store, both draws re-timed in one process (bench/probes/lfbo_spread.py -> lfbo_spread.json)
+#                    copy of the store (SPREAD_BASE: of a cut call's returned spread.json instead, to go on in it),
+#                    both draws re-timed in one process (bench/probes/lfbo_spread.py -> lfbo_spread.json)
 #   fix-trial [s]  : `table` with seeded's fix candidates first (#5, after session 11): GPU0 runs VARIANTS_A
 #                    (default: as-shipped last choice; two search paths), GPU1 the search_path_gap probe then
 #                    VARIANTS_B (default: a wider search), each GPU then its table shard; returns at once
@@ -182,7 +183,10 @@ lfbo-spread)
   # the committed store, then both draws re-timed in one fresh process (bench/probes/lfbo_spread.py): how far
   # apart lfbo lands from itself, the noise floor under #5's 1.05 latency bar
   cases=${CASES:-model_kernels.rms_norm:rms_norm@small,model_kernels.grouped_gemm:grouped_gemm@small}
-  cp bench/results/store.json "$R/spread.json"
+  # SPREAD_BASE: go on from a cut call's returned spread.json (its finished draws are kept, not redrawn), so
+  # the draws can be spread over calls that each fit the device's 600 s, whatever machine each call gets
+  base=${SPREAD_BASE:-bench/results/store.json}
+  [ "$base" -ef "$R/spread.json" ] || cp "$base" "$R/spread.json"
   timeout -s INT "${1:-1500}" python3 -m tuning.cli bench --cases "$cases" --strategies lfbo -C seconds=900 \
     -C "seed=${SPREAD_SEED:-1}" --store "$R/spread.json" > "$R/spread.log" 2>&1; echo "lfbo-spread bench rc=$?"
   python3 bench/probes/lfbo_spread.py --other "$R/spread.json" --cases "$cases" --out "$R/lfbo_spread.json" >> "$R/spread.log" 2>&1

@@ -204,3 +204,12 @@ def test_a_cut_lfbo_spread_draw_comes_back_at_every_tick(tmp_path: Path) -> None
     proc, res, out = _run(tmp_path, 1, "wait", "60", JOB_A=job, JOB_B="true")
     assert proc.returncode == 0, proc.stderr
     assert {"spread.json", "spread.log"} <= {f.name for f in out.iterdir()}
+
+
+def test_lfbo_spread_goes_on_from_a_returned_spread_store(tmp_path: Path) -> None:
+    """SPREAD_BASE: each call draws what fits its 600 s and the next goes on in the store it brought back."""
+    returned = tmp_path / "returned_spread.json"
+    returned.write_text('{"runs": {}, "from": "call 1"}')
+    proc, res, _ = _run(tmp_path, 1, "lfbo-spread", "60", CASES=CASES, SPREAD_BASE=str(returned))
+    assert proc.returncode == 0, proc.stderr
+    assert (res / "spread.json").read_text() == returned.read_text()
