@@ -1292,3 +1292,51 @@ def test_lfbo_spread_re_times_two_lfbo_draws_in_one_process_and_refuses_draws_it
     assert "another kernel source" in other_source["error"]
     (missing,) = compare(store(0, 64), {"runs": {}}, ["p.m:k@s"], Path("/proj"), "cuda", measure)
     assert missing["error"] == "no lfbo record in --other" and not asked
+
+
+def test_draws_counts_each_draw_once_and_puts_a_search_in_the_table_on_the_mean_of_its_draws(tmp_path: Path) -> None:
+    """bench/draws.py: a trial store is a copy of the table's, so a copied record is one draw, not two;
+    a case drawn twice under one search counts as the mean of its draws (session 35: the table's draw
+    was the favourable one on all three rows drawn again), and a variant's draws replace the table's rows."""
+    import copy
+
+    from bench.draws import main as draws_main
+
+    lf = {"b": [64]}
+    usual = {"effort": "quick", "seconds": 900, "seed": 0}
+    variant = copy.deepcopy(LIMITS["seeded"])
+    table_key = next(k for k, v in variant.items() if isinstance(v, dict))
+    variant[table_key]["trial_knob"] = 2
+
+    def seeded(ms: float, sec: float, seed: int = 0, limits: dict[str, Any] | None = None) -> dict[str, Any]:
+        return {**_rec(sec, 80, ms, {"b": [32]}, vs_lfbo={"lfbo_config": lf, "lfbo_ms": 1.0, "ms": ms},
+                       strategy_limits=limits or LIMITS["seeded"], finished_at=f"t{ms}{seed}"),
+                "budget": {**usual, "seed": seed}}
+
+    table = {"p.m:a@medium": {"lfbo": _rec(400, 500, 1.0, lf), "seeded": seeded(1.00, 100)},
+             "p.m:a@small": {"lfbo": _rec(400, 500, 1.0, lf), "seeded": seeded(1.02, 100)}}
+    _store_of(table, tmp_path / "store.json").save()
+    second = copy.deepcopy(table)
+    second["p.m:a@medium"]["seeded"] = seeded(1.10, 100, seed=1)  # today's search, drawn again
+    _store_of(second, tmp_path / "var_seed1.json").save()
+    trial = copy.deepcopy(table)
+    trial["p.m:a@medium"]["seeded"] = seeded(0.98, 200, limits=variant)  # a variant's row; small stays the table's copy
+    _store_of(trial, tmp_path / "var_trial.json").save()
+
+    out = tmp_path / "draws.json"
+    assert draws_main(["--table", str(tmp_path / "store.json"), str(tmp_path / "var_seed1.json"),
+                       str(tmp_path / "var_trial.json"), "--out", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    today = doc["table_search"]
+    assert today == "today's search" and "not measured in one run" in doc["what"]
+    assert [d["latency_ratio"] for d in doc["draws"]["p.m:a@small"][today]] == [1.02]  # three copies, one draw
+    assert [d["budget"] for d in doc["draws"]["p.m:a@medium"][today]] == ["as the table's", "seed=1"]
+    assert doc["spreads"] == {"p.m:a@medium": {today: 1.1}}
+    mine = doc["in_place_of_table"][today]
+    assert mine["geomean_latency_ratio"] == pytest.approx(((1.10 ** 0.5) * 1.02) ** 0.5, abs=1e-4)  # mean of two draws
+    (trial_search,) = set(doc["in_place_of_table"]) - {today}
+    assert "trial_knob=2" in trial_search
+    theirs = doc["in_place_of_table"][trial_search]
+    assert theirs["cases_from_this_search"] == 1 and theirs["cases"] == 2
+    assert theirs["geomean_latency_ratio"] == pytest.approx((0.98 * 1.02) ** 0.5, abs=1e-4)
+    assert theirs["geomean_time_ratio"] == pytest.approx((2.0 * 4.0) ** 0.5, abs=1e-3)

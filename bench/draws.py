@@ -1,0 +1,142 @@
+"""Every draw of each case across the table's store and trial stores, and each search's rows put in the table.
+
+Why: one draw a row cannot tell a better search from a luckier draw.  Session 35 drew today's
+`seeded` again on three rows and read 1.105, 1.176 and 1.107 against the table's 1.077, 1.016
+and 1.054, the table's draw the favourable one each time.  So a search is judged on the table's
+geomeans with its draws in place of the table's rows, and a case drawn more than once under one
+search is judged on the mean of its draws (the geometric mean of their ratios), not on the best.
+These geomeans are computed from several stores, not measured in one run, and the JSON says so.
+
+A trial store starts as a copy of the table's store (bench/run_x2_gpu.sh variants), so one
+record appears in many stores; each draw is counted once, by what it recorded (finished_at,
+configs, seconds, search_best_ms).  A draw is named by its search (``variant_summary``'s label,
+without the budget) and its budget changes (``seed=1`` for a spread draw).
+
+    python bench/draws.py --table bench/results/store.json bench/results/variants_session3*/var_*.json \\
+        --out bench/results/variants_session35/draws.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.variant_summary import limit_changes, summarise, usual_budget  # noqa: E402
+from tuning.bench.compare import BAR_LATENCY_GEOMEAN, BAR_TIME_RATIO, BAR_WORST_LATENCY  # noqa: E402
+
+BUDGET_MARK = " (budget "
+
+
+def _geomean(values: list[float]) -> float:
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
+def _identity(case: dict[str, Any]) -> tuple[Any, ...]:
+    """What makes two stores' records one draw: a copied record keeps all of these."""
+    return case.get("finished_at"), case["configs"], case["seconds"], case.get("search_best_ms")
+
+
+def collect(summaries: list[dict[str, Any]], usual: dict[str, Any]) -> dict[str, dict[str, list[dict[str, Any]]]]:
+    """case -> search -> its draws (each once, same-process latency only), from ``variant_summary`` summaries.
+
+    ``usual``: the table's budget; a draw's budget is named against it, not against its own store's
+    (where a second draw of half the cases would make its own seed the usual one).
+    """
+    seen: set[tuple[Any, ...]] = set()
+    draws: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    for summary in summaries:
+        for label, group in summary["groups"].items():
+            search = label.partition(BUDGET_MARK)[0]
+            for case, row in group["cases"].items():
+                if row.get("latency_from") != "same process" or (case, *_identity(row)) in seen:
+                    continue
+                seen.add((case, *_identity(row)))
+                draws.setdefault(case, {}).setdefault(search, []).append({
+                    "store": summary["store"],
+                    "budget": ", ".join(limit_changes(row.get("budget") or {}, usual)) or "as the table's",
+                    "latency_ratio": round(row["latency_ratio"], 4), "time_ratio": round(row["time_ratio"], 3),
+                    "configs": row["configs"], "seconds": row["seconds"]})
+    return draws
+
+
+def in_place_of_table(draws: dict[str, dict[str, list[dict[str, Any]]]], table_search: str,
+                      search: str) -> dict[str, Any] | None:
+    """The table's geomeans with ``search``'s draws (their mean where several) in place of ``table_search``'s rows.
+
+    Every case keeps its table rows' mean where ``search`` has no draw of it, so the figure covers
+    the table's cases; None when the table lacks a case's row (no common ground to compare on).
+    """
+    latency: dict[str, float] = {}
+    time: dict[str, float] = {}
+    replaced = 0
+    for case, by_search in draws.items():
+        rows = by_search.get(search) or by_search.get(table_search)
+        if not rows:
+            return None
+        replaced += search in by_search and search != table_search
+        latency[case] = _geomean([r["latency_ratio"] for r in rows])
+        time[case] = _geomean([r["time_ratio"] for r in rows])
+    lat, tim = _geomean(list(latency.values())), _geomean(list(time.values()))
+    over = sorted(c for c, v in latency.items() if v > BAR_WORST_LATENCY)
+    return {"cases": len(latency), "cases_from_this_search": replaced if search != table_search else len(latency),
+            "geomean_time_ratio": round(tim, 3), "geomean_latency_ratio": round(lat, 4),
+            "worst_latency_ratio": round(max(latency.values()), 4), "cases_over_worst_bar": over,
+            "meets_bar": {"time_ratio": tim >= BAR_TIME_RATIO, "latency_geomean": lat <= BAR_LATENCY_GEOMEAN,
+                          "worst_latency": max(latency.values()) <= BAR_WORST_LATENCY}}
+
+
+def spreads(draws: dict[str, dict[str, list[dict[str, Any]]]]) -> dict[str, dict[str, float]]:
+    """case -> search -> slowest over fastest draw's latency ratio, where a search drew the case twice or more."""
+    return {case: {s: round(max(r["latency_ratio"] for r in rows) / min(r["latency_ratio"] for r in rows), 4)
+                   for s, rows in by_search.items() if len(rows) > 1}
+            for case, by_search in draws.items() if any(len(rows) > 1 for rows in by_search.values())}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--table", type=Path, default=ROOT / "bench" / "results" / "store.json",
+                    help="the table's store: its cases and its search are the ground the others are put on")
+    ap.add_argument("stores", nargs="*", type=Path, help="trial stores (variants, second draws)")
+    ap.add_argument("--out", type=Path, help="write the JSON here (default: print it)")
+    ns = ap.parse_args(argv)
+    table = summarise(ns.table)
+    if len(table["groups"]) != 1:
+        ap.error(f"{ns.table}: the table's seeded rows come from {len(table['groups'])} searches "
+                 f"({', '.join(table['groups'])}); expected one")
+    (table_search,) = table["groups"]
+    draws = collect([table] + [summarise(p) for p in ns.stores], usual_budget(json.loads(ns.table.read_text()), "seeded"))
+    searches = sorted({s for by_search in draws.values() for s in by_search})
+    result = {"what": "each case's draws by search (same-process latency ratios, each draw once); each search's "
+                      "draws, their mean where several, in place of the table's rows: computed from the stores, "
+                      "not measured in one run",
+              "ratios": "time: lfbo/strategy; latency: strategy/lfbo",
+              "bar": {"time_ratio_at_least": BAR_TIME_RATIO, "latency_geomean_at_most": BAR_LATENCY_GEOMEAN,
+                      "worst_latency_at_most": BAR_WORST_LATENCY},
+              "table": str(ns.table), "table_search": table_search, "stores": [str(p) for p in ns.stores],
+              "in_place_of_table": {s: in_place_of_table(draws, table_search, s) for s in searches},
+              "spreads": spreads(draws), "draws": draws}
+    text = json.dumps(result, indent=1, sort_keys=True) + "\n"
+    if ns.out:
+        ns.out.write_text(text)
+    else:
+        sys.stdout.write(text)
+    for s, fig in result["in_place_of_table"].items():
+        if fig:
+            print(f"{s}: {fig['cases_from_this_search']} of {fig['cases']} cases drawn; time {fig['geomean_time_ratio']}x, "
+                  f"latency {fig['geomean_latency_ratio']}, worst {fig['worst_latency_ratio']}, "
+                  f"{len(fig['cases_over_worst_bar'])} over {BAR_WORST_LATENCY}", file=sys.stderr)
+    for case, by_search in result["spreads"].items():
+        for s, apart in by_search.items():
+            print(f"spread {case} [{s}]: {apart}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
