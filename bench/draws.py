@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -28,14 +27,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.variant_summary import limit_changes, summarise, usual_budget  # noqa: E402
-from tuning.bench.compare import BAR_LATENCY_GEOMEAN, BAR_TIME_RATIO, BAR_WORST_LATENCY  # noqa: E402
+from bench.variant_summary import limit_changes, summarise  # noqa: E402
+from tuning.bench.compare import BAR_LATENCY_GEOMEAN, BAR_TIME_RATIO, BAR_WORST_LATENCY, geomean  # noqa: E402
 
 BUDGET_MARK = " (budget "
-
-
-def _geomean(values: list[float]) -> float:
-    return math.exp(sum(math.log(v) for v in values) / len(values))
 
 
 def _identity(case: dict[str, Any]) -> tuple[Any, ...]:
@@ -55,9 +50,10 @@ def collect(summaries: list[dict[str, Any]], usual: dict[str, Any]) -> dict[str,
         for label, group in summary["groups"].items():
             search = label.partition(BUDGET_MARK)[0]
             for case, row in group["cases"].items():
-                if row.get("latency_from") != "same process" or (case, *_identity(row)) in seen:
+                key = (case, *_identity(row))
+                if row.get("latency_from") != "same process" or key in seen:
                     continue
-                seen.add((case, *_identity(row)))
+                seen.add(key)
                 draws.setdefault(case, {}).setdefault(search, []).append({
                     "store": summary["store"],
                     "budget": ", ".join(limit_changes(row.get("budget") or {}, usual)) or "as the table's",
@@ -75,21 +71,22 @@ def in_place_of_table(draws: dict[str, dict[str, list[dict[str, Any]]]], table_s
     """
     latency: dict[str, float] = {}
     time: dict[str, float] = {}
-    replaced = 0
+    drawn = 0
     for case, by_search in draws.items():
         rows = by_search.get(search) or by_search.get(table_search)
         if not rows:
             return None
-        replaced += search in by_search and search != table_search
-        latency[case] = _geomean([r["latency_ratio"] for r in rows])
-        time[case] = _geomean([r["time_ratio"] for r in rows])
-    lat, tim = _geomean(list(latency.values())), _geomean(list(time.values()))
+        drawn += search in by_search
+        latency[case] = geomean(r["latency_ratio"] for r in rows) or 0.0  # ratios are positive: never 0
+        time[case] = geomean(r["time_ratio"] for r in rows) or 0.0
+    lat, tim = geomean(latency.values()) or 0.0, geomean(time.values()) or 0.0
+    worst = max(latency.values())
     over = sorted(c for c, v in latency.items() if v > BAR_WORST_LATENCY)
-    return {"cases": len(latency), "cases_from_this_search": replaced if search != table_search else len(latency),
+    return {"cases": len(latency), "cases_from_this_search": drawn,
             "geomean_time_ratio": round(tim, 3), "geomean_latency_ratio": round(lat, 4),
-            "worst_latency_ratio": round(max(latency.values()), 4), "cases_over_worst_bar": over,
+            "worst_latency_ratio": round(worst, 4), "cases_over_worst_bar": over,
             "meets_bar": {"time_ratio": tim >= BAR_TIME_RATIO, "latency_geomean": lat <= BAR_LATENCY_GEOMEAN,
-                          "worst_latency": max(latency.values()) <= BAR_WORST_LATENCY}}
+                          "worst_latency": worst <= BAR_WORST_LATENCY}}
 
 
 def spreads(draws: dict[str, dict[str, list[dict[str, Any]]]]) -> dict[str, dict[str, float]]:
@@ -111,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"{ns.table}: the table's seeded rows come from {len(table['groups'])} searches "
                  f"({', '.join(table['groups'])}); expected one")
     (table_search,) = table["groups"]
-    draws = collect([table] + [summarise(p) for p in ns.stores], usual_budget(json.loads(ns.table.read_text()), "seeded"))
+    draws = collect([table] + [summarise(p) for p in ns.stores], table["usual_budget"])
     searches = sorted({s for by_search in draws.values() for s in by_search})
     result = {"what": "each case's draws by search (same-process latency ratios, each draw once); each search's "
                       "draws, their mean where several, in place of the table's rows: computed from the stores, "

@@ -85,11 +85,7 @@ start)
   python3 -c "import torch, importlib.metadata as m; print(torch.__version__, m.version('helion'), m.version('triton'))" | tee -a "$R/env.txt"
   CUDA_VISIBLE_DEVICES=0 timeout 240 python3 bench/multi_gpu_type_gpu.py tune --out "$R/tinypkg_h200.lock.json" > "$R/tinypkg_tune.log" 2>&1
   echo "tinypkg tune rc=$?"; cp "$R/tinypkg_h200.lock.json" "$OUT/" 2>/dev/null
-  # setsid: the device keeps a new session's processes running after this call returns
-  touch "$R/jobs.launched"
-  setsid bash bench/run_x2_gpu.sh jobA </dev/null >"$R/jobA.out" 2>&1 &
-  setsid bash bench/run_x2_gpu.sh jobB </dev/null >"$R/jobB.out" 2>&1 &
-  sleep 5
+  bash bench/run_x2_gpu.sh launch
   wait_jobs "${1:-500}"; for f in "$R"/*.log; do tail -n 3 "$f"; done; pack ;;
 jobA|jobB)
   # JOB_A / JOB_B (shell commands; "$R" is the results folder) override the defaults below,
@@ -102,6 +98,7 @@ jobA|jobB)
   R="$R" taskset -c "$cores" timeout "${JOB_TIMEOUT:-1200}" bash -c "$cmd"  # a JOB_A given in single quotes reads $R
   touch "$R/${phase#job}.done" ;;
 launch)
+  # setsid: the device keeps a new session's processes running after this call returns
   rm -f "$R/A.done" "$R/B.done"; touch "$R/jobs.launched"  # `wait` on a machine without it waits on nothing
   setsid bash bench/run_x2_gpu.sh jobA </dev/null >"$R/jobA.out" 2>&1 &
   setsid bash bench/run_x2_gpu.sh jobB </dev/null >"$R/jobB.out" 2>&1 &

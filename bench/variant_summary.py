@@ -103,7 +103,8 @@ def summarise(path: Path, strategy: str = "seeded", today: dict[str, Any] | None
             if label in groups:
                 groups[label]["summary"] = summary
     # Only searches with at least one case against a matching lfbo baseline (not just failures) are judged.
-    return {"store": str(path), "groups": {label: g for label, g in groups.items() if g["cases"]}}
+    return {"store": str(path), "usual_budget": usual,
+            "groups": {label: g for label, g in groups.items() if g["cases"]}}
 
 
 def main(argv: list[str] | None = None) -> int:
