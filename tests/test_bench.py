@@ -1292,6 +1292,8 @@ def test_lfbo_spread_re_times_two_lfbo_draws_in_one_process_and_refuses_draws_it
     assert "another kernel source" in other_source["error"]
     (missing,) = compare(store(0, 64), {"runs": {}}, ["p.m:k@s"], Path("/proj"), "cuda", measure)
     assert missing["error"] == "no lfbo record in --other" and not asked
+    (copied,) = compare(store(0, 64, finished_at="t0"), store(0, 64, finished_at="t0"), ["p.m:k@s"], Path("/proj"), "cuda", measure)
+    assert copied["error"].startswith("no second draw in --other") and "longer limit" in copied["error"] and not asked
 
 
 def test_draws_counts_each_draw_once_and_puts_a_search_in_the_table_on_the_mean_of_its_draws(tmp_path: Path) -> None:

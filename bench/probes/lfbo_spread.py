@@ -54,6 +54,11 @@ def pair(base: dict[str, Any], other: dict[str, Any], label: str) -> dict[str, A
         return {"case": label, "error": f"the draws come from other GPUs or versions: {key_a} / {key_b}"}
     if a.get("source_hash") != b.get("source_hash") or a.get("spec") != b.get("spec"):
         return {"case": label, "error": "the draws are of another kernel source or declared shape"}
+    if all(a.get(k) == b.get(k) for k in ("finished_at", "config", "configs_tested")):
+        # --other is a copy of the store, so a draw cut before it finished leaves the copied
+        # first draw there (session 36: seed 1 ran past 380 s on a case whose seed 0 took 291 s)
+        return {"case": label, "error": "no second draw in --other: its lfbo record is the first draw, copied with the "
+                                        "store (the draw was cut or never ran); draw it again with a longer limit"}
     if a.get("budget", {}).get("seed") == b.get("budget", {}).get("seed"):
         return {"case": label, "error": f"both draws have seed {a.get('budget', {}).get('seed')}: rerun --other with -C seed=N"}
     return {"case": label, "run": key_a,
