@@ -13,7 +13,7 @@ configs, seconds, search_best_ms).  A draw is named by its search (``variant_sum
 without the budget) and its budget changes (``seed=1`` for a spread draw).
 
     python bench/draws.py --table bench/results/store.json bench/results/variants_session3*/var_*.json \\
-        --out bench/results/variants_session35/draws.json
+        --out bench/results/variants_session36/draws.json
 """
 
 from __future__ import annotations
@@ -89,6 +89,36 @@ def in_place_of_table(draws: dict[str, dict[str, list[dict[str, Any]]]], table_s
                           "worst_latency": worst <= BAR_WORST_LATENCY}}
 
 
+def _figures(rows_by_case: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """Geomean latency and time ratios over cases, each case on the mean of its draws, and the cases over the worst bar."""
+    latency = {c: geomean(r["latency_ratio"] for r in rows) or 0.0 for c, rows in rows_by_case.items()}
+    time = geomean(geomean(r["time_ratio"] for r in rows) or 0.0 for rows in rows_by_case.values()) or 0.0
+    return {"geomean_latency_ratio": round(geomean(latency.values()) or 0.0, 4), "geomean_time_ratio": round(time, 3),
+            "cases_over_worst_bar": sorted(c for c, v in latency.items() if v > BAR_WORST_LATENCY)}
+
+
+def on_shared_rows(draws: dict[str, dict[str, list[dict[str, Any]]]], table_search: str,
+                   search: str) -> dict[str, dict[str, Any]] | None:
+    """``search`` beside ``table_search`` on only the rows both drew: all of them, and by the store ``search``'s draws came from.
+
+    Why: in place of the table's rows, a variant's figure mixes its draws with the table's rows
+    it has not drawn yet; this is the paired comparison, and by store it shows what each
+    session's rows added (session 36: mamba2 large made all of the gain on its 13 rows).
+    """
+    if search == table_search:
+        return None
+    shared = {c: by for c, by in draws.items() if by.get(table_search) and by.get(search)}
+    if not shared:
+        return None
+    groups: dict[str, list[str]] = {"all": list(shared)}
+    for case, by in shared.items():  # a draw's store is the first that held it: the session that drew it
+        groups.setdefault(by[search][0]["store"], []).append(case)
+    return {name: {"cases": len(cases),
+                   "table_search": _figures({c: shared[c][table_search] for c in cases}),
+                   "this_search": _figures({c: shared[c][search] for c in cases})}
+            for name, cases in groups.items()}
+
+
 def spreads(draws: dict[str, dict[str, list[dict[str, Any]]]]) -> dict[str, dict[str, float]]:
     """case -> search -> slowest over fastest draw's latency ratio, where a search drew the case twice or more."""
     return {case: {s: round(max(r["latency_ratio"] for r in rows) / min(r["latency_ratio"] for r in rows), 4)
@@ -118,6 +148,7 @@ def main(argv: list[str] | None = None) -> int:
                       "worst_latency_at_most": BAR_WORST_LATENCY},
               "table": str(ns.table), "table_search": table_search, "stores": [str(p) for p in ns.stores],
               "in_place_of_table": {s: in_place_of_table(draws, table_search, s) for s in searches},
+              "on_shared_rows": {s: on_shared_rows(draws, table_search, s) for s in searches if s != table_search},
               "spreads": spreads(draws), "draws": draws}
     text = json.dumps(result, indent=1, sort_keys=True) + "\n"
     if ns.out:
@@ -129,6 +160,13 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{s}: {fig['cases_from_this_search']} of {fig['cases']} cases drawn; time {fig['geomean_time_ratio']}x, "
                   f"latency {fig['geomean_latency_ratio']}, worst {fig['worst_latency_ratio']}, "
                   f"{len(fig['cases_over_worst_bar'])} over {BAR_WORST_LATENCY}", file=sys.stderr)
+    for s, groups in result["on_shared_rows"].items():
+        for name, g in (groups or {}).items():
+            a, b = g["table_search"], g["this_search"]
+            print(f"{s} beside the table's search on {g['cases']} shared rows ({name}): latency "
+                  f"{b['geomean_latency_ratio']} against {a['geomean_latency_ratio']}, time {b['geomean_time_ratio']}x "
+                  f"against {a['geomean_time_ratio']}x, {len(b['cases_over_worst_bar'])} over {BAR_WORST_LATENCY} "
+                  f"against {len(a['cases_over_worst_bar'])}", file=sys.stderr)
     for case, by_search in result["spreads"].items():
         for s, apart in by_search.items():
             print(f"spread {case} [{s}]: {apart}", file=sys.stderr)

@@ -1342,3 +1342,9 @@ def test_draws_counts_each_draw_once_and_puts_a_search_in_the_table_on_the_mean_
     assert theirs["cases_from_this_search"] == 1 and theirs["cases"] == 2
     assert theirs["geomean_latency_ratio"] == pytest.approx((0.98 * 1.02) ** 0.5, abs=1e-4)
     assert theirs["geomean_time_ratio"] == pytest.approx((2.0 * 4.0) ** 0.5, abs=1e-3)
+    # side by side on the one row both drew: the table's search on the mean of its two draws
+    shared = doc["on_shared_rows"][trial_search]
+    assert set(shared) == {"all", str(tmp_path / "var_trial.json")} and shared["all"]["cases"] == 1
+    assert shared["all"]["this_search"]["geomean_latency_ratio"] == 0.98
+    assert shared["all"]["table_search"]["geomean_latency_ratio"] == pytest.approx(1.10 ** 0.5, abs=1e-4)
+    assert shared["all"]["table_search"]["cases_over_worst_bar"] == [] and today not in doc["on_shared_rows"]
