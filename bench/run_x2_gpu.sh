@@ -39,7 +39,9 @@
 #                    appends to $R/var_<name>.log under a "== variants" header)
 #   lfbo-spread [s]: (as PRE_A of `table`, or alone) a second lfbo draw of CASES (-C seed=SPREAD_SEED, default 1) in a
 #                    copy of the store (SPREAD_BASE: of a cut call's returned spread.json instead, to go on in it),
-#                    both draws re-timed in one process (bench/probes/lfbo_spread.py -> lfbo_spread.json)
+#                    both draws re-timed in one process (bench/probes/lfbo_spread.py -> lfbo_spread.json);
+#                    SPREAD_SECONDS (default 900, the table's) caps the draw's search, so a draw that would outrun
+#                    a 600 s call ends at its cap with a result (flagged capped) instead of being killed and lost
 #   fix-trial [s]  : `table` with seeded's fix candidates first (#5, after session 11): GPU0 runs VARIANTS_A
 #                    (default: as-shipped last choice; two search paths), GPU1 the search_path_gap probe then
 #                    VARIANTS_B (default: a wider search), each GPU then its table shard; returns at once
@@ -184,7 +186,9 @@ lfbo-spread)
   # the draws can be spread over calls that each fit the device's 600 s, whatever machine each call gets
   base=${SPREAD_BASE:-bench/results/store.json}
   [ "$base" -ef "$R/spread.json" ] || cp "$base" "$R/spread.json"
-  timeout -s INT "${1:-1500}" python3 -m tuning.cli bench --cases "$cases" --strategies lfbo -C seconds=900 \
+  # Session 36's seed-1 draw of causal attention small ran past its 380 s limit (seed 0 took 291 s) and was
+  # killed with nothing kept: an lfbo search cannot be resumed, only capped (SPREAD_SECONDS)
+  timeout -s INT "${1:-1500}" python3 -m tuning.cli bench --cases "$cases" --strategies lfbo -C "seconds=${SPREAD_SECONDS:-900}" \
     -C "seed=${SPREAD_SEED:-1}" --store "$R/spread.json" > "$R/spread.log" 2>&1; echo "lfbo-spread bench rc=$?"
   python3 bench/probes/lfbo_spread.py --other "$R/spread.json" --cases "$cases" --out "$R/lfbo_spread.json" >> "$R/spread.log" 2>&1
   echo "lfbo-spread probe rc=$?"; cp "$R/spread.json" "$R/spread.log" "$R/lfbo_spread.json" "$OUT/" 2>/dev/null || true ;;

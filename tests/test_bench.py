@@ -1280,6 +1280,7 @@ def test_lfbo_spread_re_times_two_lfbo_draws_in_one_process_and_refuses_draws_it
 
     (row,) = compare(store(0, 64), store(1, 32), ["p.m:k@s"], Path("/proj"), "cuda", measure)
     assert row["second_over_first"] == 1.08 and row["same_config"] is False
+    assert [d["capped"] for d in row["draws"]] == [False, False] and "note" not in row
     assert [d["seed"] for d in row["draws"]] == [0, 1] and row["run"] == "H200|x"
     (request,) = asked  # both configs in one request: one process, interleaved
     assert request["configs"] == {"first": {"block_sizes": [64]}, "second": {"block_sizes": [32]}}
@@ -1292,6 +1293,13 @@ def test_lfbo_spread_re_times_two_lfbo_draws_in_one_process_and_refuses_draws_it
     assert "another kernel source" in other_source["error"]
     (missing,) = compare(store(0, 64), {"runs": {}}, ["p.m:k@s"], Path("/proj"), "cuda", measure)
     assert missing["error"] == "no lfbo record in --other" and not asked
+    # a second draw capped to fit a device call (SPREAD_SECONDS) is compared, and said to be capped
+    capped_store = store(1, 32)
+    capped_store["runs"]["H200|x"]["cases"]["p.m:k@s"]["strategies"]["lfbo"]["budget"]["seconds"] = 300
+    (capped,) = compare(store(0, 64), capped_store, ["p.m:k@s"], Path("/proj"), "cuda", measure)
+    assert [d["capped"] for d in capped["draws"]] == [False, True] and [d["seconds"] for d in capped["draws"]] == [None, 300]
+    assert "seconds cap" in capped["note"] and capped["second_over_first"] == 1.08
+    asked.clear()
     (copied,) = compare(store(0, 64, finished_at="t0"), store(0, 64, finished_at="t0"), ["p.m:k@s"], Path("/proj"), "cuda", measure)
     assert copied["error"].startswith("no second draw in --other") and "longer limit" in copied["error"] and not asked
 

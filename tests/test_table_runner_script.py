@@ -213,3 +213,12 @@ def test_lfbo_spread_goes_on_from_a_returned_spread_store(tmp_path: Path) -> Non
     proc, res, _ = _run(tmp_path, 1, "lfbo-spread", "60", CASES=CASES, SPREAD_BASE=str(returned))
     assert proc.returncode == 0, proc.stderr
     assert (res / "spread.json").read_text() == returned.read_text()
+
+
+def test_lfbo_spread_caps_the_draw_to_fit_a_call_when_asked(tmp_path: Path) -> None:
+    """Session 36's seed-1 draw outran its call's limit and was killed with nothing kept; SPREAD_SECONDS
+    caps lfbo's own search instead, so the draw ends with a result inside the call."""
+    proc, res, _ = _run(tmp_path, 1, "lfbo-spread", "560", CASES=CASES, SPREAD_SECONDS="480")
+    assert proc.returncode == 0, proc.stderr
+    bench = (res / "calls").read_text().splitlines()[0]
+    assert "--strategies lfbo -C seconds=480 -C seed=1 " in bench

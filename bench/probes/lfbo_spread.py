@@ -34,6 +34,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from tuning.bench.compare import hit_seconds_cap  # noqa: E402
+
 
 def lfbo_record(store: dict[str, Any], label: str) -> tuple[str, dict[str, Any]] | None:
     """(run key, ``lfbo``'s record of ``label``) from the first store run that holds one."""
@@ -61,9 +63,15 @@ def pair(base: dict[str, Any], other: dict[str, Any], label: str) -> dict[str, A
                                         "store (the draw was cut or never ran); draw it again with a longer limit"}
     if a.get("budget", {}).get("seed") == b.get("budget", {}).get("seed"):
         return {"case": label, "error": f"both draws have seed {a.get('budget', {}).get('seed')}: rerun --other with -C seed=N"}
-    return {"case": label, "run": key_a,
-            "draws": [{k: r.get(k) for k in ("config", "configs_tested", "tuning_seconds", "search_best_ms", "finished_at")}
-                      | {"seed": r.get("budget", {}).get("seed"), "effort": r.get("budget", {}).get("effort")} for r in (a, b)]}
+    draws = [{k: r.get(k) for k in ("config", "configs_tested", "tuning_seconds", "search_best_ms", "finished_at")}
+             | {k: r.get("budget", {}).get(k) for k in ("seed", "effort", "seconds")} | {"capped": hit_seconds_cap(r)}
+             for r in (a, b)]
+    row: dict[str, Any] = {"case": label, "run": key_a, "draws": draws}
+    if any(d["capped"] for d in draws):
+        # a draw stopped by its seconds cap (SPREAD_SECONDS, to fit a device call) is cheaper than full lfbo:
+        # its ratio bounds the spread from one side only, and the row says so
+        row["note"] = "a draw ran into its seconds cap: not a full-effort lfbo draw; a ratio over 1 may be the cap's, not the seed's"
+    return row
 
 
 def compare(base: dict[str, Any], other: dict[str, Any], labels: list[str], project: Path, device: str,
