@@ -1356,3 +1356,19 @@ def test_draws_counts_each_draw_once_and_puts_a_search_in_the_table_on_the_mean_
     assert shared["all"]["this_search"]["geomean_latency_ratio"] == 0.98
     assert shared["all"]["table_search"]["geomean_latency_ratio"] == pytest.approx(1.10 ** 0.5, abs=1e-4)
     assert shared["all"]["table_search"]["cases_over_worst_bar"] == [] and today not in doc["on_shared_rows"]
+    assert doc["best_of_two"] == {trial_search: None}  # the trial has not drawn the small shape
+
+    # once the trial draws every case: each case on the faster search's mean, and both searches' time
+    trial["p.m:a@small"]["seeded"] = seeded(1.08, 100, limits=variant)
+    _store_of(trial, tmp_path / "var_trial.json").save()
+    assert draws_main(["--table", str(tmp_path / "store.json"), str(tmp_path / "var_seed1.json"),
+                       str(tmp_path / "var_trial.json"), "--best-of-two-kernels", "b", "--out", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    both = doc["best_of_two"][trial_search]
+    assert both["kernels"] == "all"
+    assert both["geomean_latency_ratio"] == pytest.approx((0.98 * 1.02) ** 0.5, abs=1e-4)  # the trial's medium, the table's small
+    # time: medium 1/(1/4 + 1/2) (table 100 s, trial 200 s, against lfbo's 400 s); small 1/(1/4 + 1/4)
+    assert both["geomean_time_ratio"] == pytest.approx(((4 / 3) * 2.0) ** 0.5, abs=1e-3)
+    narrowed = doc["best_of_two_on_some_kernels"][trial_search]  # kernel b has no cases: the table's rows throughout
+    assert narrowed["kernels"] == ["b"] and narrowed["geomean_latency_ratio"] == pytest.approx(
+        ((1.10 ** 0.5) * 1.02) ** 0.5, abs=1e-4)
