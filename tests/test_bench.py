@@ -1372,3 +1372,58 @@ def test_draws_counts_each_draw_once_and_puts_a_search_in_the_table_on_the_mean_
     narrowed = doc["best_of_two_on_some_kernels"][trial_search]  # kernel b has no cases: the table's rows throughout
     assert narrowed["kernels"] == ["b"] and narrowed["geomean_latency_ratio"] == pytest.approx(
         ((1.10 ** 0.5) * 1.02) ** 0.5, abs=1e-4)
+
+
+def test_report_puts_lfbos_measured_spread_beside_the_bar_and_refuses_a_file_that_is_not_one(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`kiln bench --report --spread lfbo_spread.json`: lfbo drawn twice and re-timed in one process (session 38:
+    0.9993 and 0.9956) goes in the report and its JSON, with the verdict on which side of the bar it falls; a
+    spread wider than the bar says the shortfall is partly the baseline's; a bench store given as --spread is
+    refused by name, and --spread without --report says what it goes with."""
+    from tuning.cli import main as kiln_main
+
+    store = _synthetic_store(tmp_path / "store.json")
+    store.save()
+    (key,) = store.doc["runs"]
+
+    def spread_file(name: str, ratios: dict[str, float], capped: bool = False) -> Path:
+        rows = [{"case": c, "run": key, "second_over_first": r, "same_config": False,
+                 "draws": [{"seed": 0, "configs_tested": 500, "tuning_seconds": 300.0, "capped": False},
+                           {"seed": 1, "configs_tested": 400, "tuning_seconds": 240.0, "capped": capped}]}
+                for c, r in ratios.items()]
+        rows.append({"case": "p.m:z@small", "error": "no lfbo record in --other"})
+        path = tmp_path / name
+        path.write_text(json.dumps({"rows": rows, "worst_apart": None}))
+        return path
+
+    narrow = spread_file("narrow.json", {"p.m:a@small": 0.9956, "p.m:b@small": 1.0007})
+    away = ["--project", str(tmp_path)]
+    out = tmp_path / "report"
+    assert kiln_main(["bench", "--report", "--store", str(store.path), "--out", str(out), "--spread", str(narrow), *away]) == 0
+    md = (out / "README.md").read_text()
+    assert "### `lfbo` against itself" in md
+    assert "| p.m:a@small | 0.9956 | 0, 500, 300.0; 1, 400, 240.0 | no |" in md
+    assert "at most 1.0044x apart on 2 case(s), inside the 1.05 bar" in md and "by its own search" in md
+    assert "- not compared: p.m:z@small: no lfbo record in --other" in md
+    floor = json.loads((out / "summary.json").read_text())["runs"][0]["lfbo_noise_floor"]
+    assert floor["worst_apart"] == 1.0044 and floor["within_bar"] is True and len(floor["rows"]) == 2
+    capsys.readouterr()
+    assert kiln_main(["bench", "--report", "--json", "--store", str(store.path), "--spread", str(narrow), *away]) == 0
+    assert json.loads(capsys.readouterr().out)["runs"][0]["lfbo_noise_floor"] == floor
+
+    wide = spread_file("wide.json", {"p.m:a@small": 1.08}, capped=True)
+    assert kiln_main(["bench", "--report", "--store", str(store.path), "--out", str(out), "--spread", str(wide), *away]) == 0
+    md = (out / "README.md").read_text()
+    assert "up to 1.0800x apart, wider than the 1.05 bar" in md and "partly the baseline's" in md
+    assert "(capped)" in md and "bounds the spread from one side only" in md
+
+    # Without --spread the report has no such section.
+    assert kiln_main(["bench", "--report", "--store", str(store.path), "--out", str(out), *away]) == 0
+    assert "against itself" not in (out / "README.md").read_text()
+
+    capsys.readouterr()
+    assert kiln_main(["bench", "--report", "--store", str(store.path), "--spread", str(store.path), *away]) == 2
+    err = capsys.readouterr().err
+    assert f"--spread {store.path}: no 'rows' list" in err and "bench/probes/lfbo_spread.py" in err
+    assert kiln_main(["bench", "--store", str(store.path), "--spread", str(narrow), *away]) == 2
+    assert "--spread goes with --report" in capsys.readouterr().err

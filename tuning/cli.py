@@ -137,18 +137,24 @@ def cmd_bench(ns: argparse.Namespace) -> int:
 
     project = Path(ns.project).resolve()
     store_path = Path(ns.store) if ns.store else project / DEFAULT_STORE
+    if ns.spread and not ns.report:
+        raise KilnError("--spread goes with --report (it adds lfbo's measured spread to the report); add --report")
     if ns.report:
         from .bench.compare import summary_json
         from .bench.report import write_report
         from .strategies import _REGISTRY, strategy_limits
 
+        from .bench.noise_floor import load_spreads, with_noise_floor
+
         store = _existing_store(store_path)
         limits = {name: strategy_limits(name) for name in _REGISTRY}  # today's searches: older results shown apart
         declared = _declared_cases(ns, project)
+        spreads = load_spreads([Path(p) for p in ns.spread])
         if ns.json:
-            print(json.dumps(summary_json(store, limits, declared), indent=2, sort_keys=True))
+            print(json.dumps(with_noise_floor(summary_json(store, limits, declared), spreads), indent=2, sort_keys=True))
         else:
-            path = write_report(store, Path(ns.out) if ns.out else store_path.parent / "report", limits, declared)
+            path = write_report(store, Path(ns.out) if ns.out else store_path.parent / "report", limits, declared,
+                                spreads)
             print(f"kiln bench: report written to {path}")
         return 0
     if ns.to_lock:
@@ -322,6 +328,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--report", action="store_true", help="write the markdown report and PNG plots (no tuning)")
     p.add_argument("--json", action="store_true", help="with --report: print the summary JSON instead")
     p.add_argument("--out", help="with --report: the report folder (default: next to the store, report/)")
+    p.add_argument("--spread", action="append", default=[], metavar="LFBO_SPREAD_JSON",
+                   help="with --report: an lfbo_spread.json (bench/probes/lfbo_spread.py: lfbo drawn twice, re-timed "
+                        "in one process), reported beside the bar as lfbo's own spread; repeatable")
     p.add_argument("--to-lock", action="store_true",
                    help="put each case's best stored config (lfbo's, or a strategy's that beat it in the same "
                         "process) into the project's kiln.lock, so a build ships it without tuning (no tuning)")

@@ -9,6 +9,7 @@ from typing import Any
 from . import BASELINE
 from .compare import (BAR_LATENCY_GEOMEAN, BAR_TIME_RATIO, BAR_WORST_LATENCY, OTHER_SEARCH, analyse, coverage,
                       is_other_search, seeds_label, summary_json)
+from .noise_floor import noise_floor, noise_floor_lines, with_noise_floor
 from .roofline import best_peaks, fraction
 from .store import Store
 
@@ -112,7 +113,7 @@ def coverage_line(run: dict[str, Any], declared: list[str]) -> str:
 
 
 def markdown(store: Store, plots: dict[str, list[str]] | None = None, limits: dict[str, Any] | None = None,
-             declared: list[str] | None = None) -> str:
+             declared: list[str] | None = None, spreads: list[dict[str, Any]] | None = None) -> str:
     lines = ["# kiln bench", "",
              f"Store: `{store.path}`. Latencies are re-measured after tuning in a fresh process (tuning.measure.time_ms); "
              "ratios are against `lfbo` on the same case: tuning time and configs as lfbo/strategy (higher is cheaper), "
@@ -149,6 +150,7 @@ def markdown(store: Store, plots: dict[str, list[str]] | None = None, limits: di
                       "their time ratios are lower bounds of full LFBO's and their latency ratios may flatter the strategy):", ""]
             lines += [f"- {label}" for label in a["lfbo_hit_seconds_cap"]]
             lines.append("")
+        lines += noise_floor_lines(noise_floor(spreads or [], key))
         if a["excluded"]:
             lines += ["Excluded from the geomeans:", ""]
             lines += [f"- {e['case']} `{e['strategy']}`: {e['why']}" for e in a["excluded"]]
@@ -271,10 +273,12 @@ def _save(plt: Any, fig: Any, path: Path) -> str:
 
 
 def write_report(store: Store, out_dir: Path, limits: dict[str, Any] | None = None,
-                 declared: list[str] | None = None) -> Path:
+                 declared: list[str] | None = None, spreads: list[dict[str, Any]] | None = None) -> Path:
+    """``spreads``: rows of ``lfbo_spread.json`` files (``noise_floor.load_spreads``), reported beside the bar."""
     out_dir.mkdir(parents=True, exist_ok=True)
     plots = write_plots(store, out_dir, limits=limits, declared=declared)
     path = out_dir / "README.md"
-    path.write_text(markdown(store, plots, limits, declared) + "\n")
-    (out_dir / "summary.json").write_text(json.dumps(summary_json(store, limits, declared), indent=2, sort_keys=True) + "\n")
+    path.write_text(markdown(store, plots, limits, declared, spreads) + "\n")
+    summary = with_noise_floor(summary_json(store, limits, declared), spreads or [])
+    (out_dir / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
     return path
