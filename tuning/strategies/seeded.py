@@ -50,8 +50,11 @@ from .warm_worker import warm_worker
 # first config by 1%; not adopted: the table's time headroom cannot pay that on every cold shape.
 # With the polish also bounded to 24 neighbours a round (session 33, "coldwide_bounded",
 # bench/results/variants_session33/): mamba2_chunk_scan@medium 1.124 -> 0.980, fp8_attention@medium
-# 1.107 -> 1.057, at 2.34x and 4.61x less time than lfbo (3.52x, 6.24x today); not yet adopted:
-# adopting reruns every seeded row, so it is first run over the whole table as a variant.
+# 1.107 -> 1.057, at 2.34x and 4.61x less time than lfbo (3.52x, 6.24x today).  Drawn over all
+# 36 rows as a variant (sessions 33-38, bench/results/variants_session38/draws.json, each search on
+# the mean of its draws): 4.888x / latency 1.0294 / 13 over 1.05, against these limits' 5.375x /
+# 1.0247 / 13; what it gained on the hard cold rows it lost on rows these limits had landed well
+# (causal attention large 0.99 -> 1.11, split-K medium 0.94 -> 1.13).  Not adopted.
 WITH_SEEDS = {"initial_population": 24, "copies": 2, "max_generations": 5, "polish_rounds": 10}
 COMPILER_SEEDS_ONLY = {"initial_population": 30, "copies": 2, "max_generations": 5, "polish_rounds": 10}
 
