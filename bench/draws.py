@@ -134,13 +134,14 @@ def best_of_two(draws: dict[str, dict[str, list[dict[str, Any]]]], table_search:
         return None
     latency: dict[str, list[dict[str, Any]]] = {}
     for case, by in draws.items():
-        a, b = (_figures({case: by[s]}) for s in (table_search, search))
         if kernels is not None and case.split("@")[0].split(":")[-1] not in kernels:
             latency[case] = by[table_search]
             continue
-        faster = min(a["geomean_latency_ratio"], b["geomean_latency_ratio"])
-        both = 1.0 / (1.0 / a["geomean_time_ratio"] + 1.0 / b["geomean_time_ratio"])
-        latency[case] = [{"latency_ratio": faster, "time_ratio": both}]
+        mean = {s: {k: geomean(r[k] for r in by[s]) or 0.0 for k in ("latency_ratio", "time_ratio")}
+                for s in (table_search, search)}  # each search on the mean of its draws, unrounded
+        a, b = mean[table_search], mean[search]
+        both = 1.0 / (1.0 / a["time_ratio"] + 1.0 / b["time_ratio"])
+        latency[case] = [{"latency_ratio": min(a["latency_ratio"], b["latency_ratio"]), "time_ratio": both}]
     return {"kernels": sorted(kernels) if kernels is not None else "all", **_figures(latency)}
 
 

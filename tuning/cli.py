@@ -141,10 +141,9 @@ def cmd_bench(ns: argparse.Namespace) -> int:
         raise KilnError("--spread goes with --report (it adds lfbo's measured spread to the report); add --report")
     if ns.report:
         from .bench.compare import summary_json
+        from .bench.noise_floor import load_spreads, with_noise_floor
         from .bench.report import write_report
         from .strategies import _REGISTRY, strategy_limits
-
-        from .bench.noise_floor import load_spreads, with_noise_floor
 
         store = _existing_store(store_path)
         limits = {name: strategy_limits(name) for name in _REGISTRY}  # today's searches: older results shown apart

@@ -35,6 +35,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from tuning.bench.compare import hit_seconds_cap  # noqa: E402
+from tuning.bench.noise_floor import apart  # noqa: E402
 
 
 def lfbo_record(store: dict[str, Any], label: str) -> tuple[str, dict[str, Any]] | None:
@@ -116,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     ratios = [r["second_over_first"] for r in rows if "second_over_first" in r]
     out = {"what": "two lfbo draws per case (other random seeds), re-timed interleaved in one fresh process",
            "versions": toolchain_versions(), "rows": rows,
-           "worst_apart": round(max(max(x, 1 / x) for x in ratios), 4) if ratios else None}
+           "worst_apart": round(max(apart(x) for x in ratios), 4) if ratios else None}
     ns.out.write_text(json.dumps(out, indent=1, sort_keys=True) + "\n")
     for r in rows:
         print(r["case"], r.get("second_over_first", r.get("error")), file=sys.stderr)

@@ -34,7 +34,7 @@ def load_spreads(paths: list[Path]) -> list[dict[str, Any]]:
     return rows
 
 
-def _apart(ratio: float) -> float:
+def apart(ratio: float) -> float:
     """How far apart two draws are, whichever is faster: 0.9956 and 1.0044 are the same spread."""
     return max(ratio, 1 / ratio)
 
@@ -58,7 +58,7 @@ def noise_floor(rows: list[dict[str, Any]], run_key: str) -> dict[str, Any] | No
         "not_compared": [{"case": r["case"], "why": r.get("error", "no ratio"), "file": r["file"]}
                          for r in mine if r not in compared]}
     if compared:
-        worst = max(_apart(r["second_over_first"]) for r in compared)
+        worst = max(apart(r["second_over_first"]) for r in compared)
         out["worst_apart"] = round(worst, 4)
         out["within_bar"] = worst <= BAR_WORST_LATENCY
     return out
