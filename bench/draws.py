@@ -28,6 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.variant_summary import limit_changes, summarise  # noqa: E402
+from tuning.bench.seeding import build_earlier  # noqa: E402
 from tuning.bench.compare import BAR_LATENCY_GEOMEAN, BAR_TIME_RATIO, BAR_WORST_LATENCY, geomean  # noqa: E402
 
 BUDGET_MARK = " (budget "
@@ -38,11 +39,36 @@ def _identity(case: dict[str, Any]) -> tuple[Any, ...]:
     return case.get("finished_at"), case["configs"], case["seconds"], case.get("search_best_ms")
 
 
-def collect(summaries: list[dict[str, Any]], usual: dict[str, Any]) -> dict[str, dict[str, list[dict[str, Any]]]]:
+def declared_cases(project: Path) -> list[str]:
+    """The project's case labels in declaration order, the order a build's middle-first rule reads."""
+    from build_backend.builder import prepare_build
+    from tuning.bench.store import case_label
+
+    prep = prepare_build(project, {}, tune=False)
+    return [case_label(c.kernel_id, c.spec.name) for c in prep.cases]
+
+
+def off_build_order(case: str, row: dict[str, Any], earlier: dict[str, frozenset[str]] | None) -> bool:
+    """Whether a draw started from other shapes than a first build hands ``case`` (``earlier``: :func:`build_earlier`).
+
+    Why: session 39's third call found a fresh machine, its trial store was gone, and grouped GEMM
+    small ran cold and large from small alone, where a build seeds small from medium and large from
+    both; such a draw measures another search start, not the search.  A record that names no
+    shapes (made before build-order seeding) is left to the report's own rule.
+    """
+    shapes = row.get("seeded_from_shapes")
+    return earlier is not None and case in earlier and isinstance(shapes, list) and set(shapes) != earlier[case]
+
+
+def collect(summaries: list[dict[str, Any]], usual: dict[str, Any],
+            earlier: dict[str, frozenset[str]] | None = None,
+            left_out: list[dict[str, Any]] | None = None) -> dict[str, dict[str, list[dict[str, Any]]]]:
     """case -> search -> its draws (each once, same-process latency only), from ``variant_summary`` summaries.
 
     ``usual``: the table's budget; a draw's budget is named against it, not against its own store's
-    (where a second draw of half the cases would make its own seed the usual one).
+    (where a second draw of half the cases would make its own seed the usual one).  ``earlier``: the
+    shapes a first build seeds each case from; a draw seeded otherwise is not counted, and is named in
+    ``left_out`` when given.
     """
     seen: set[tuple[Any, ...]] = set()
     draws: dict[str, dict[str, list[dict[str, Any]]]] = {}
@@ -54,6 +80,12 @@ def collect(summaries: list[dict[str, Any]], usual: dict[str, Any]) -> dict[str,
                 if row.get("latency_from") != "same process" or key in seen:
                     continue
                 seen.add(key)
+                if off_build_order(case, row, earlier):
+                    if left_out is not None:
+                        left_out.append({"case": case, "search": search, "store": summary["store"],
+                                         "seeded_from_shapes": row["seeded_from_shapes"],
+                                         "a_first_build_seeds_from": sorted(earlier[case]) if earlier else None})
+                    continue
                 draws.setdefault(case, {}).setdefault(search, []).append({
                     "store": summary["store"],
                     "budget": ", ".join(limit_changes(row.get("budget") or {}, usual)) or "as the table's",
@@ -168,7 +200,9 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"{ns.table}: the table's seeded rows come from {len(table['groups'])} searches "
                  f"({', '.join(table['groups'])}); expected one")
     (table_search,) = table["groups"]
-    draws = collect([table] + [summarise(p) for p in ns.stores], table["usual_budget"])
+    declared = declared_cases(ROOT)
+    left_out: list[dict[str, Any]] = []
+    draws = collect([table] + [summarise(p) for p in ns.stores], table["usual_budget"], build_earlier(declared), left_out)
     searches = sorted({s for by_search in draws.values() for s in by_search})
     result = {"what": "each case's draws by search (same-process latency ratios, each draw once); each search's "
                       "draws, their mean where several, in place of the table's rows: computed from the stores, "
@@ -180,7 +214,8 @@ def main(argv: list[str] | None = None) -> int:
               "in_place_of_table": {s: in_place_of_table(draws, table_search, s) for s in searches},
               "on_shared_rows": {s: on_shared_rows(draws, table_search, s) for s in searches if s != table_search},
               "best_of_two": {s: best_of_two(draws, table_search, s) for s in searches if s != table_search},
-              "spreads": spreads(draws), "draws": draws}
+              "spreads": spreads(draws), "draws": draws,
+              "left_out_off_build_order": left_out}
     if ns.best_of_two_kernels:
         narrowed = ns.best_of_two_kernels.split(",")
         result["best_of_two_on_some_kernels"] = {s: best_of_two(draws, table_search, s, narrowed)
@@ -208,6 +243,9 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{key} [{s}] (estimate; kernels {fig['kernels']}): time {fig['geomean_time_ratio']}x, latency "
                       f"{fig['geomean_latency_ratio']}, worst {fig['worst_latency_ratio']}, "
                       f"{len(fig['cases_over_worst_bar'])} over {BAR_WORST_LATENCY}", file=sys.stderr)
+    for row in left_out:
+        print(f"left out: {row['case']} [{row['search']}] in {row['store']} seeded from {row['seeded_from_shapes']}, "
+              f"a first build from {row['a_first_build_seeds_from']}", file=sys.stderr)
     for case, by_search in result["spreads"].items():
         for s, apart in by_search.items():
             print(f"spread {case} [{s}]: {apart}", file=sys.stderr)

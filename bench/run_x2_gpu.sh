@@ -165,6 +165,14 @@ variants)
       case "$it" in C:*) cset+=(-C "${it#C:}") ;; ?*) sets+=(--set "$it") ;; esac
     done
     base=${VAR_BASE:-bench/results/store.json}  # VAR_BASE: go on from a cut trial's store
+    # Session 39's third call found a fresh machine (the last had gone back), so its VAR_BASE in /tmp was
+    # gone; the copy failed and the trial ran on from nothing: grouped GEMM small ran cold, not seeded
+    # from its medium as a build would. A VAR_BASE that is not there ends the call at once instead.
+    if [ ! -e "$base" ]; then
+      echo "variants: VAR_BASE $base does not exist (on a fresh machine the last call's /tmp/res is gone):" \
+        "give the store that call returned, copied into the repository (bench/results/variants_sessionNN/var_$name.json)"
+      kill "$copier" 2>/dev/null; exit 2
+    fi
     [ "$base" -ef "$R/var_$name.json" ] || cp "$base" "$R/var_$name.json"  # or from this machine's own trial store
     # Appended, with a header: a second invocation on one trial store (session 34's call 2) overwrote
     # the first one's log, and with it how its two rows ran

@@ -1374,6 +1374,31 @@ def test_draws_counts_each_draw_once_and_puts_a_search_in_the_table_on_the_mean_
         ((1.10 ** 0.5) * 1.02) ** 0.5, abs=1e-4)
 
 
+def test_draws_leave_out_a_draw_seeded_otherwise_than_a_first_build() -> None:
+    """Session 39: a call on a fresh machine lost its trial store, so grouped GEMM small ran cold and large
+    from small alone; draws.py must not count them as the variant's draws of those rows."""
+    from bench.draws import ROOT, collect, declared_cases, off_build_order
+    from tuning.bench.seeding import build_earlier
+
+    earlier = build_earlier(declared_cases(ROOT))
+    small, large = "model_kernels.grouped_gemm:grouped_gemm@small", "model_kernels.grouped_gemm:grouped_gemm@large"
+    assert earlier[small] == {"medium"} and earlier[large] == {"medium", "small"}  # middle first, in declared order
+    assert off_build_order(small, {"seeded_from_shapes": []}, earlier)
+    assert off_build_order(large, {"seeded_from_shapes": ["small"]}, earlier)
+    assert not off_build_order(large, {"seeded_from_shapes": ["small", "medium"]}, earlier)
+    assert not off_build_order(small, {}, earlier)  # names no shapes: the report's own rule judges it
+    assert not off_build_order("p.m:a@small", {"seeded_from_shapes": []}, earlier)  # not a declared case
+
+    row = {"latency_from": "same process", "configs": 10, "seconds": 5.0, "latency_ratio": 1.0, "time_ratio": 4.0}
+    summary = {"store": "var_x.json", "groups": {"x": {"cases": {
+        small: {**row, "seeded_from_shapes": []}, large: {**row, "seeded_from_shapes": ["medium", "small"]}}}}}
+    left: list[dict[str, Any]] = []
+    draws = collect([summary], {}, earlier, left)
+    assert list(draws) == [large]
+    assert left == [{"case": small, "search": "x", "store": "var_x.json", "seeded_from_shapes": [],
+                     "a_first_build_seeds_from": ["medium"]}]
+
+
 def test_report_puts_lfbos_measured_spread_beside_the_bar_and_refuses_a_file_that_is_not_one(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """`kiln bench --report --spread lfbo_spread.json`: lfbo drawn twice and re-timed in one process (session 38:

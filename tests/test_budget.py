@@ -571,6 +571,61 @@ def test_seed_variants_add_each_seed_at_the_other_pid_types(pallas_env: None, mo
     assert entry.provenance["seeds"] == 1 and entry.provenance.get("seed_variants") == (len(others) or None)
 
 
+def test_tensor_descriptor_variants_switch_every_access_at_once_and_reach_a_cold_start(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """seeded's optional tensor-descriptor variants (off by default; session 39 measured them on 10 rows).
+
+    lfbo's picks for mamba2 and fp8 attention read most accesses through host-built tensor
+    descriptors where seeded's read none: one knob per access, so the variants switch them all at
+    once.  On a cold start the search has no seeds, so the variants are made from Helion's own
+    starts (its compiler seeds, then its default config, completed on this shape's space).
+    """
+    from tuning.strategies import seeded
+
+    td = seeded.TENSOR_DESCRIPTOR
+    a = {"block_sizes": [64], "indexing": ["pointer", "pointer"]}
+    b = {"block_sizes": [32]}  # names no indexing: Helion's default fills it, so no variant
+    assert seeded.tensor_descriptor_variants([a, b], 0) == [a, b]
+    assert seeded.tensor_descriptor_variants([a, b], 2) == [
+        a, b, {**a, "indexing": [td, td], "host_tensor_descriptors": False},
+        {**a, "indexing": [td, td], "host_tensor_descriptors": True}]
+    already = {"indexing": [td], "host_tensor_descriptors": False}
+    assert seeded.tensor_descriptor_variants([already], 1) == [already, {**already, "host_tensor_descriptors": True}]
+
+    class Spec:
+        compiler_seed_configs = [{"block_sizes": [128]}, {"block_sizes": [16]}]
+
+        def __init__(self, valid: tuple[str, ...]) -> None:
+            self.valid = valid
+
+        def valid_indexing_types(self) -> tuple[str, ...]:
+            return self.valid
+
+    class Gen:  # flatten/unflatten complete a config as Helion's space does; one start does not fit
+        def __init__(self, valid: tuple[str, ...]) -> None:
+            self.config_spec = Spec(valid)
+
+        def default_flat(self) -> dict[str, Any]:
+            return {"block_sizes": [32]}
+
+        def flatten(self, config: Any) -> dict[str, Any]:
+            if config["block_sizes"] == [16]:
+                raise ValueError("16 is not in this shape's space")
+            return {"indexing": ["pointer"] * 3, "host_tensor_descriptors": False, **dict(config)}
+
+        def unflatten(self, flat: Any) -> dict[str, Any]:
+            return dict(flat)
+
+    assert seeded.cold_start_variants(Gen(("pointer", td))) == []  # off as shipped
+    assert "tensor_descriptors" not in seeded.search_limits().get("seed_variants", {})
+    monkeypatch.setitem(seeded.SEED_VARIANTS, "tensor_descriptors", 2)
+    made = seeded.cold_start_variants(Gen(("pointer", td)))
+    assert [(m["block_sizes"], m["indexing"], m["host_tensor_descriptors"]) for m in made] == [
+        ([128], [td] * 3, False), ([128], [td] * 3, True), ([32], [td] * 3, False), ([32], [td] * 3, True)]
+    assert seeded.cold_start_variants(Gen(("pointer",))) == []  # no descriptors here (a CPU): no slots spent
+    assert seeded.search_limits()["seed_variants"] == {"pid_types": 1, "tensor_descriptors": 2}
+
+
 def test_reduction_loop_variants_roll_a_whole_axis_at_a_half_and_a_quarter(monkeypatch: pytest.MonkeyPatch) -> None:
     """seeded's optional reduction variants (off by default), on softmax@large's real config space.
 

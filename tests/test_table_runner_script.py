@@ -120,6 +120,16 @@ def test_variants_go_on_from_var_base_so_a_cut_trial_seeds_its_later_shapes(tmp_
     assert (out / "var_w.json").read_text() == base.read_text()
 
 
+def test_variants_from_a_var_base_that_is_not_there_stop_before_any_search(tmp_path: Path) -> None:
+    """Session 39: a call on a fresh machine named the last machine's /tmp/res store; the copy failed and
+    the trial ran on from an empty store, so grouped GEMM small ran cold where a build seeds it."""
+    proc, res, out = _run(tmp_path, 1, "variants", CASES="model_kernels.grouped_gemm:grouped_gemm@small",
+                          VARIANTS="w=compiler_seeds_only.copies=4", VAR_BASE=str(tmp_path / "gone" / "var_w.json"))
+    assert proc.returncode == 2
+    assert "VAR_BASE" in proc.stdout and "does not exist" in proc.stdout and "bench/results/variants_session" in proc.stdout
+    assert not (res / "calls").exists()  # no merge, no search
+
+
 def test_variants_on_their_own_trial_store_merge_the_baselines_and_keep_every_log(tmp_path: Path) -> None:
     """Session 34: a second invocation on the machine's own trial store overwrote the first one's log, and
     the trial store (from session 33) lacked mamba2 large's lfbo row, so that variant row had no ratio."""

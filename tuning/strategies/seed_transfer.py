@@ -42,7 +42,7 @@ class Transferred:
         return out
 
 
-def _transfer_errors() -> tuple[type[BaseException], ...]:
+def transfer_errors() -> tuple[type[BaseException], ...]:
     from helion.exc import InvalidConfig
 
     return (InvalidConfig, ValueError, TypeError, KeyError, AssertionError)
@@ -74,7 +74,7 @@ def transfer_seeds(seeds: Sequence[dict[str, Any]], config_gen: Any,
     """
     import helion
 
-    errors = _transfer_errors()
+    errors = transfer_errors()
     sizes = reduction_axes(config_gen.config_spec)
     out = Transferred()
 

@@ -23,7 +23,7 @@ from .base import Budget, TuneContext, TuneOutcome
 from .first_population import pad_with_seed_neighbours
 from .lfbo import apply_budget_settings, run_search, search_kwargs
 from .polish import bound_polish
-from .seed_transfer import reduction_axes, transfer_seeds
+from .seed_transfer import reduction_axes, transfer_errors, transfer_seeds
 from .warm_worker import warm_worker
 
 # Search limits.  Explicit budget keys win.  Both tables are Helion's quick profile
@@ -133,7 +133,33 @@ POLISH = {"max_neighbors": 0}
 # Measured once on the H200 (session 17, bench/results/variants_session17/var_rloop1.json):
 # softmax@large 1.0500 against lfbo, no gain over the search without it (1.0485), so it
 # stays off; try it with bench/seeded_variant.py (--set seed_variants.reduction_loops=1).
-SEED_VARIANTS = {"pid_types": 1, "reduction_loops": 0}
+#
+# ``tensor_descriptors`` = N: the first N seeds again with every memory access through a tensor
+# descriptor (TMA on the H200), once with device-built and once with host-built descriptors; on a
+# cold start, where the search has no seeds of its own, the first N of Helion's compiler seeds and
+# default config.  Off: a candidate fix for the rows furthest over the bar.  In the table (#5,
+# bench/results/store.json) lfbo's picks for mamba2 medium and large and fp8 attention medium and
+# large read 8-10 of 11 (mamba2) or 3 of 4 (fp8) accesses as tensor descriptors, host-built, where
+# seeded's picks, 1.109-1.219 against them, read 0-1; grouped GEMM small likewise (4 of 5 against
+# none, 1.114).  Session 31's log of mamba2 medium (bench/logs/table_session31/table0.log) shows
+# every path's best with all 11 accesses as pointers from the first population to the polish:
+# switching them is 11 single-knob steps, each of which alone need not pay, so a neighbourhood
+# search does not make it, as with ``pid_types``.  Cost: two population slots per seed (they take
+# the random pad's place) and two pinned finalists.
+# Measured on the H200 in session 39 as a variant (``td2``: tensor_descriptors=2; stores, logs and
+# bench/draws.py's verdict in bench/results/variants_session39/), on 10 rows drawn in build order,
+# each against lfbo's stored pick re-timed beside it: mamba2 medium 1.124 -> 0.946, small 1.236 ->
+# 1.115, large 1.215 -> 1.001; fp8 attention medium 1.107 -> 1.030, small 1.180 -> 1.095, large
+# 1.117 -> 1.063; grouped GEMM medium 1.054 and 1.107 (two draws) -> 1.041; rms_norm medium, small,
+# large 1.000/1.124/1.001 -> 1.000/1.110/1.001 (table -> variant, draws.json's same-process ratios).
+# On those 10 rows: latency 1.0389 against the table's 1.1159, time 5.367x
+# against 5.939x, 4 over 1.05 against 8.  Its picks on mamba2 and fp8 read 9 of 11 and 2 of 4
+# accesses as host-built descriptors, as lfbo's do, so the gain is the mechanism, not the draw.
+# Still off: a search is adopted on all 36 rows, never on the rows picked for it (``coldwide_bounded``
+# gained 1.154 -> 1.088 on its first three and lost over all 36); README "What remains" has the
+# commands for the other 26.
+SEED_VARIANTS = {"pid_types": 1, "reduction_loops": 0, "tensor_descriptors": 0}
+TENSOR_DESCRIPTOR = "tensor_descriptor"
 REDUCTION_LOOP_MIN = 8  # Helion's smallest reduction loop chunk (ReductionLoopSpec's fragment low)
 
 # Search clock: ``cudagraph`` = 1 times every candidate of seeded's search as a CUDA-graph
@@ -276,6 +302,49 @@ def reduction_loop_variants(seeds: Sequence[dict[str, Any]], size_hints: Sequenc
     return _with_variants(seeds, count, rolled)
 
 
+def tensor_descriptor_variants(seeds: Sequence[dict[str, Any]], count: int) -> list[dict[str, Any]]:
+    """``seeds``, then the first ``count`` of them with every ``indexing`` entry a tensor descriptor, built on the device and on the host.
+
+    A seed that names no ``indexing`` (Helion fills in its default) is left as it is: the
+    number of accesses is the kernel's, and only a full config says it.
+    """
+    def described(seed: dict[str, Any]) -> Iterator[dict[str, Any]]:
+        indexing = seed.get("indexing")
+        if isinstance(indexing, list) and indexing:
+            for host in (False, True):
+                yield {**seed, "indexing": [TENSOR_DESCRIPTOR] * len(indexing), "host_tensor_descriptors": host}
+
+    return _with_variants(seeds, count, described)
+
+
+def takes_descriptors(config_spec: Any) -> bool:
+    """Whether this GPU and backend offer tensor-descriptor indexing (Helion's own test; not on a CPU)."""
+    valid = getattr(config_spec, "valid_indexing_types", None)
+    return callable(valid) and TENSOR_DESCRIPTOR in valid()
+
+
+def cold_start_variants(config_gen: Any) -> list[dict[str, Any]]:
+    """On a search with no seeds of its own: the ``SEED_VARIANTS`` that are on, made from Helion's own starts.
+
+    Helion's starts are its compiler seeds, then its default config, each as the full config
+    this shape's space makes of it (a compiler seed may name only a few keys).  Only the
+    variants are returned: Helion puts its starts in the first population itself.
+    """
+    count = SEED_VARIANTS["tensor_descriptors"] if takes_descriptors(config_gen.config_spec) else 0
+    if count <= 0:
+        return []
+    errors = transfer_errors()
+    starts: list[dict[str, Any]] = []
+    for config in [*config_gen.config_spec.compiler_seed_configs, config_gen.unflatten(config_gen.default_flat())]:
+        try:
+            full = dict(config_gen.unflatten(config_gen.flatten(config)))
+        except errors:
+            continue
+        if full not in starts:
+            starts.append(full)
+    return tensor_descriptor_variants(starts, count)[len(starts):]
+
+
 def with_seed_variants(seeds: Sequence[dict[str, Any]], config_spec: Any) -> list[dict[str, Any]]:
     """``seeds`` plus the ``SEED_VARIANTS`` that are on, for this kernel's config space.
 
@@ -284,7 +353,9 @@ def with_seed_variants(seeds: Sequence[dict[str, Any]], config_spec: Any) -> lis
     """
     allowed = tuple(getattr(config_spec, "allowed_pid_types", ()))
     out = pid_type_variants(seeds, allowed, SEED_VARIANTS["pid_types"])
-    return reduction_loop_variants(out, reduction_axes(config_spec), SEED_VARIANTS["reduction_loops"])  # the first seeds lead both
+    out = reduction_loop_variants(out, reduction_axes(config_spec), SEED_VARIANTS["reduction_loops"])
+    described = SEED_VARIANTS["tensor_descriptors"] if takes_descriptors(config_spec) else 0
+    return tensor_descriptor_variants(out, described)  # the first seeds lead all three
 
 
 def fast_finish(search: Any) -> dict[str, Any]:
@@ -361,13 +432,15 @@ class SeededStrategy:
         kwargs = search_kwargs(LFBOTreeSearch, bound_kernel, budget)
         given = len(context.seeds)
         variants = with_seed_variants(context.seeds, bound_kernel.config_spec)
-        kwargs.update(reduced_limits(budget, WITH_SEEDS if variants else COMPILER_SEEDS_ONLY))
+        kwargs.update(reduced_limits(budget, WITH_SEEDS if given else COMPILER_SEEDS_ONLY))
         stop = {"patience": SEARCH_STOP["patience"]} if SEARCH_STOP["patience"] > 0 else {}
         kwargs.update(stop)
         kwargs["initial_population_strategy"] = InitialPopulationStrategy.FROM_BEST_AVAILABLE
         kwargs["best_available_pad_random"] = True
         with search_clock(SEARCH_CLOCK["cudagraph"]) as clock:
             search = LFBOTreeSearch(bound_kernel, args, **kwargs)
+            if not given:
+                variants = cold_start_variants(search.config_gen)
             placed = transfer_seeds(variants, search.config_gen, search.log)
             seeds = placed.configs
             search.set_best_available_seed_configs(seeds)
