@@ -140,8 +140,8 @@ POLISH = {"max_neighbors": 0}
 # default config.  Off: a candidate fix for the rows furthest over the bar.  In the table (#5,
 # bench/results/store.json) lfbo's picks for mamba2 medium and large and fp8 attention medium and
 # large read 8-10 of 11 (mamba2) or 3 of 4 (fp8) accesses as tensor descriptors, host-built, where
-# seeded's picks, 1.109-1.219 against them, read 0-1; grouped GEMM small likewise (4 of 5 against
-# none, 1.114).  Session 31's log of mamba2 medium (bench/logs/table_session31/table0.log) shows
+# seeded's picks, 1.107-1.215 against them, read 0-1; grouped GEMM small likewise (4 of 5 against
+# none, 1.081).  Session 31's log of mamba2 medium (bench/logs/table_session31/table0.log) shows
 # every path's best with all 11 accesses as pointers from the first population to the polish:
 # switching them is 11 single-knob steps, each of which alone need not pay, so a neighbourhood
 # search does not make it, as with ``pid_types``.  Cost: two population slots per seed (they take
