@@ -625,6 +625,17 @@ def test_tensor_descriptor_variants_switch_every_access_at_once_and_reach_a_cold
     assert seeded.cold_start_variants(Gen(("pointer",))) == []  # no descriptors here (a CPU): no slots spent
     assert seeded.search_limits()["seed_variants"] == {"pid_types": 1, "tensor_descriptors": 2}
 
+    # The way back (off): a seed from a descriptor medium, again with every access a pointer.
+    carried = {"block_sizes": [64], "indexing": [td, "pointer", td], "host_tensor_descriptors": True}
+    plain = {"block_sizes": [32], "indexing": ["pointer"]}  # already all pointers: nothing to add
+    assert seeded.pointer_variants([carried, plain], 0) == [carried, plain]
+    assert seeded.pointer_variants([carried, plain], 2) == [
+        carried, plain, {"block_sizes": [64], "indexing": ["pointer"] * 3, "host_tensor_descriptors": False}]
+    monkeypatch.setitem(seeded.SEED_VARIANTS, "pointers", 1)
+    made = seeded.cold_start_variants(Gen(("pointer", td)))
+    assert all(m["indexing"] == [td] * 3 for m in made)  # a cold start's own starts read through pointers already
+    assert seeded.search_limits()["seed_variants"] == {"pid_types": 1, "tensor_descriptors": 2, "pointers": 1}
+
 
 def test_reduction_loop_variants_roll_a_whole_axis_at_a_half_and_a_quarter(monkeypatch: pytest.MonkeyPatch) -> None:
     """seeded's optional reduction variants (off by default), on softmax@large's real config space.

@@ -158,7 +158,18 @@ POLISH = {"max_neighbors": 0}
 # Still off: a search is adopted on all 36 rows, never on the rows picked for it (``coldwide_bounded``
 # gained 1.154 -> 1.088 on its first three and lost over all 36); README "What remains" has the
 # commands for the other 26.
-SEED_VARIANTS = {"pid_types": 1, "reduction_loops": 0, "tensor_descriptors": 0}
+#
+# ``pointers`` = N: the first N seeds again with every access through a pointer, the way back.  Off:
+# a candidate fix for the small shapes still over the bar under ``tensor_descriptors`` (session 39).
+# lfbo's picks at mamba2, fp8 attention and rms_norm small read none of their accesses through
+# descriptors (0 of 11, 0 of 4, 0 of 7), while td2's picks there, two of them seeded from a
+# descriptor medium, read 9 of 11 (host-built), 2 of 4 (host-built) and 6 of 7, and stayed
+# 1.095-1.115 behind; mamba2 small's search itself rated its pick 17.6% behind lfbo's best, so it is the region,
+# not the clock (bench/results/variants_session39/report/).  Seeds only: on a cold start Helion's
+# own starts already read through pointers.  Not yet measured on the GPU; try it on top of td2 with
+# bench/seeded_variant.py (--set seed_variants.tensor_descriptors=2 --set seed_variants.pointers=2).
+SEED_VARIANTS = {"pid_types": 1, "reduction_loops": 0, "tensor_descriptors": 0, "pointers": 0}
+POINTER = "pointer"
 TENSOR_DESCRIPTOR = "tensor_descriptor"
 REDUCTION_LOOP_MIN = 8  # Helion's smallest reduction loop chunk (ReductionLoopSpec's fragment low)
 
@@ -317,6 +328,20 @@ def tensor_descriptor_variants(seeds: Sequence[dict[str, Any]], count: int) -> l
     return _with_variants(seeds, count, described)
 
 
+def pointer_variants(seeds: Sequence[dict[str, Any]], count: int) -> list[dict[str, Any]]:
+    """``seeds``, then the first ``count`` of them with every ``indexing`` entry a pointer (no descriptors to build).
+
+    Why both directions: a seed from a larger shape carries its descriptors to a shape where their
+    setup may not pay, and the way back is as many single-knob steps as the way there.
+    """
+    def pointed(seed: dict[str, Any]) -> Iterator[dict[str, Any]]:
+        indexing = seed.get("indexing")
+        if isinstance(indexing, list) and any(i != POINTER for i in indexing):
+            yield {**seed, "indexing": [POINTER] * len(indexing), "host_tensor_descriptors": False}
+
+    return _with_variants(seeds, count, pointed)
+
+
 def takes_descriptors(config_spec: Any) -> bool:
     """Whether this GPU and backend offer tensor-descriptor indexing (Helion's own test; not on a CPU)."""
     valid = getattr(config_spec, "valid_indexing_types", None)
@@ -355,7 +380,8 @@ def with_seed_variants(seeds: Sequence[dict[str, Any]], config_spec: Any) -> lis
     out = pid_type_variants(seeds, allowed, SEED_VARIANTS["pid_types"])
     out = reduction_loop_variants(out, reduction_axes(config_spec), SEED_VARIANTS["reduction_loops"])
     described = SEED_VARIANTS["tensor_descriptors"] if takes_descriptors(config_spec) else 0
-    return tensor_descriptor_variants(out, described)  # the first seeds lead all three
+    out = tensor_descriptor_variants(out, described)
+    return pointer_variants(out, SEED_VARIANTS["pointers"])  # the first seeds lead all four
 
 
 def fast_finish(search: Any) -> dict[str, Any]:
