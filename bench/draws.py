@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.variant_summary import limit_changes, summarise  # noqa: E402
-from tuning.bench.seeding import build_earlier  # noqa: E402
+from tuning.bench.seeding import build_earlier, declared_labels  # noqa: E402
 from tuning.bench.compare import BAR_LATENCY_GEOMEAN, BAR_TIME_RATIO, BAR_WORST_LATENCY, geomean  # noqa: E402
 
 BUDGET_MARK = " (budget "
@@ -37,15 +37,6 @@ BUDGET_MARK = " (budget "
 def _identity(case: dict[str, Any]) -> tuple[Any, ...]:
     """What makes two stores' records one draw: a copied record keeps all of these."""
     return case.get("finished_at"), case["configs"], case["seconds"], case.get("search_best_ms")
-
-
-def declared_cases(project: Path) -> list[str]:
-    """The project's case labels in declaration order, the order a build's middle-first rule reads."""
-    from build_backend.builder import prepare_build
-    from tuning.bench.store import case_label
-
-    prep = prepare_build(project, {}, tune=False)
-    return [case_label(c.kernel_id, c.spec.name) for c in prep.cases]
 
 
 def off_build_order(case: str, row: dict[str, Any], earlier: dict[str, frozenset[str]] | None) -> bool:
@@ -80,11 +71,11 @@ def collect(summaries: list[dict[str, Any]], usual: dict[str, Any],
                 if row.get("latency_from") != "same process" or key in seen:
                     continue
                 seen.add(key)
-                if off_build_order(case, row, earlier):
+                if earlier is not None and off_build_order(case, row, earlier):
                     if left_out is not None:
                         left_out.append({"case": case, "search": search, "store": summary["store"],
                                          "seeded_from_shapes": row["seeded_from_shapes"],
-                                         "a_first_build_seeds_from": sorted(earlier[case]) if earlier else None})
+                                         "a_first_build_seeds_from": sorted(earlier[case])})
                     continue
                 draws.setdefault(case, {}).setdefault(search, []).append({
                     "store": summary["store"],
@@ -200,9 +191,9 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"{ns.table}: the table's seeded rows come from {len(table['groups'])} searches "
                  f"({', '.join(table['groups'])}); expected one")
     (table_search,) = table["groups"]
-    declared = declared_cases(ROOT)
     left_out: list[dict[str, Any]] = []
-    draws = collect([table] + [summarise(p) for p in ns.stores], table["usual_budget"], build_earlier(declared), left_out)
+    draws = collect([table] + [summarise(p) for p in ns.stores], table["usual_budget"],
+                    build_earlier(declared_labels(ROOT, {})), left_out)
     searches = sorted({s for by_search in draws.values() for s in by_search})
     result = {"what": "each case's draws by search (same-process latency ratios, each draw once); each search's "
                       "draws, their mean where several, in place of the table's rows: computed from the stores, "

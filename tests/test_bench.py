@@ -1377,10 +1377,10 @@ def test_draws_counts_each_draw_once_and_puts_a_search_in_the_table_on_the_mean_
 def test_draws_leave_out_a_draw_seeded_otherwise_than_a_first_build() -> None:
     """Session 39: a call on a fresh machine lost its trial store, so grouped GEMM small ran cold and large
     from small alone; draws.py must not count them as the variant's draws of those rows."""
-    from bench.draws import ROOT, collect, declared_cases, off_build_order
-    from tuning.bench.seeding import build_earlier
+    from bench.draws import ROOT, collect, off_build_order
+    from tuning.bench.seeding import build_earlier, declared_labels
 
-    earlier = build_earlier(declared_cases(ROOT))
+    earlier = build_earlier(declared_labels(ROOT, {}))
     small, large = "model_kernels.grouped_gemm:grouped_gemm@small", "model_kernels.grouped_gemm:grouped_gemm@large"
     assert earlier[small] == {"medium"} and earlier[large] == {"medium", "small"}  # middle first, in declared order
     assert off_build_order(small, {"seeded_from_shapes": []}, earlier)

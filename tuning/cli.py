@@ -187,16 +187,13 @@ def _declared_cases(ns: argparse.Namespace, project: Path) -> list[str] | None:
     A report is still worth writing for a store read away from its project, so a project
     that cannot be read costs only that line.
     """
-    from build_backend.builder import prepare_build
-
-    from .bench.store import case_label
+    from .bench.seeding import declared_labels
 
     try:
-        prep = prepare_build(project, _config_settings(ns.config, None), tune=False)
+        return declared_labels(project, _config_settings(ns.config, None))
     except KilnError as e:
         print(f"kiln bench: no coverage line ({project} gives no declared cases: {e})", file=sys.stderr)
         return None
-    return [case_label(c.kernel_id, c.spec.name) for c in prep.cases]
 
 
 def _existing_store(store_path: Path) -> Store:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 SEEDING = "first build: this strategy's own results at the kernel's other shapes, earlier in build order (no lock entries)"
@@ -41,6 +42,16 @@ def seeded_as_now(record: Mapping[str, Any]) -> bool:
     """
     seeding = record.get("seeding")
     return seeding == SEEDING or (seeding == LOCK_SEEDING and not record.get("seeds_from_lock"))
+
+
+def declared_labels(project: Path, config_settings: Mapping[str, str]) -> list[str]:
+    """The project's case labels in declaration order, the order :func:`build_earlier`'s middle-first rule reads."""
+    from build_backend.builder import prepare_build
+
+    from .store import case_label
+
+    prep = prepare_build(project, dict(config_settings), tune=False)
+    return [case_label(c.kernel_id, c.spec.name) for c in prep.cases]
 
 
 def build_earlier(declared: Sequence[str]) -> dict[str, frozenset[str]]:
