@@ -37,6 +37,8 @@
 #                    first shapes seed the later ones, or this machine's own $R/var_<name>.json to go on in it;
 #                    the committed store's lfbo baselines it lacks are merged in first; each invocation
 #                    appends to $R/var_<name>.log under a "== variants" header)
+#   variants-x2    : two `variants` trials at once, CASES_A on GPU0 and CASES_B on GPU1 (half the cores each), from
+#                    VAR_BASE into $R/a and $R/b, brought back as $OUT/a/ and $OUT/b/ (one after the other on 1 GPU)
 #   lfbo-spread [s]: (as PRE_A of `table`, or alone) a second lfbo draw of CASES (-C seed=SPREAD_SEED, default 1) in a
 #                    copy of the store (SPREAD_BASE: of a cut call's returned spread.json instead, to go on in it),
 #                    both draws re-timed in one process (bench/probes/lfbo_spread.py -> lfbo_spread.json);
@@ -185,6 +187,28 @@ variants)
       "${cset[@]}" --store "$R/var_$name.json" >> "$R/var_$name.log" 2>&1; echo "variant $name rc=$?"
     cp "$R/var_$name.json" "$R/var_$name.log" "$OUT/"  # a variants call on its own brings each trial back
   done; kill "$copier" 2>/dev/null ;;
+variants-x2)
+  # Two `variants` trials at once, CASES_A on GPU0 and CASES_B on GPU1, each with half the cores (as the
+  # table's shards ran), so a 2-GPU call draws twice the rows of a 1-GPU one for the same device time
+  # (session 40: 1706 s held for 12 rows on one GPU). Each half starts from VAR_BASE in its own results
+  # folder and comes back under $OUT/a and $OUT/b. Give each half whole families: a family's small and
+  # large are seeded from its medium, which must be in the same half (or already in VAR_BASE).
+  # On a 1-GPU machine the halves run one after the other on it.
+  : "${CASES_A:?CASES_A=<cases for GPU0>}" "${CASES_B:?CASES_B=<cases for GPU1>}"
+  cores=$(nproc); half=$(( cores / 2 )); mkdir -p "$R/a" "$R/b"
+  if [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
+    CUDA_VISIBLE_DEVICES=0 HELION_AUTOTUNE_PRECOMPILE_JOBS=$half BENCH_GPU_RES=$R/a OUT=$OUT/a CASES=$CASES_A \
+      taskset -c "0-$(( half - 1 ))" bash bench/run_x2_gpu.sh variants > "$R/variants_a.out" 2>&1 &
+    CUDA_VISIBLE_DEVICES=1 HELION_AUTOTUNE_PRECOMPILE_JOBS=$half BENCH_GPU_RES=$R/b OUT=$OUT/b CASES=$CASES_B \
+      taskset -c "$half-$(( cores - 1 ))" bash bench/run_x2_gpu.sh variants > "$R/variants_b.out" 2>&1 &
+    # A `timeout -s INT` around this call reaches both halves' searches, which then stop and bring their
+    # trials back; this shell must outlive that, not die in `wait` as an untrapped INT would make it.
+    trap ':' INT; wait || wait
+  else
+    BENCH_GPU_RES=$R/a OUT=$OUT/a CASES=$CASES_A bash bench/run_x2_gpu.sh variants > "$R/variants_a.out" 2>&1
+    BENCH_GPU_RES=$R/b OUT=$OUT/b CASES=$CASES_B bash bench/run_x2_gpu.sh variants > "$R/variants_b.out" 2>&1
+  fi
+  for h in a b; do echo "== half $h"; cat "$R/variants_$h.out"; done ;;
 lfbo-spread)
   # (as PRE_A of `table`, or alone) a second full-effort lfbo draw (-C seed=SPREAD_SEED) of CASES in a copy of
   # the committed store, then both draws re-timed in one fresh process (bench/probes/lfbo_spread.py): how far

@@ -152,6 +152,36 @@ def test_variants_on_their_own_trial_store_merge_the_baselines_and_keep_every_lo
     assert log.count("kiln bench: done stub") == 4  # both invocations' output kept (stub: merge and bench each)
 
 
+def test_variants_x2_draw_two_case_lists_at_once_one_per_gpu_and_bring_both_back(tmp_path: Path) -> None:
+    """Session 40 held 1706 s of one GPU for 12 rows; on a 2-GPU machine each half takes a GPU and half
+    the cores, both starting from the same VAR_BASE, so neither overwrites the other's trial store."""
+    base = tmp_path / "var_td2.json"
+    base.write_text('{"from": "the last call"}')
+    a, b = "model_kernels.matmul:matmul@medium,model_kernels.matmul:matmul@small", "model_kernels.rope:rope@medium"
+    proc, res, out = _run(tmp_path, 2, "variants-x2", CASES_A=a, CASES_B=b, VAR_BASE=str(base),
+                          VARIANTS="td2=seed_variants.tensor_descriptors=2")
+    assert proc.returncode == 0, proc.stderr
+    for half, gpu, cases in (("a", "0", a), ("b", "1", b)):
+        merge, variant = (res / half / "calls").read_text().splitlines()
+        assert merge.startswith(f"{gpu} -m tuning.cli bench --store {res / half / 'var_td2.json'} --merge-from")
+        assert variant.startswith(f"{gpu} bench/seeded_variant.py --set seed_variants.tensor_descriptors=2 -- bench --cases {cases} ")
+        assert (out / half / "var_td2.json").read_text() == base.read_text()
+        assert (out / half / "var_td2.log").exists()
+        assert f"== half {half}" in proc.stdout
+    cores = len(os.sched_getaffinity(0))  # what `nproc` counts; the script halves it
+    assert (res / "a" / "cores").read_text().split() == [f"0-{cores // 2 - 1}"]
+    assert (res / "b" / "cores").read_text().split() == [f"{cores // 2}-{cores - 1}"]
+
+
+def test_variants_x2_on_one_gpu_runs_the_halves_one_after_the_other(tmp_path: Path) -> None:
+    proc, res, out = _run(tmp_path, 1, "variants-x2", CASES_A="model_kernels.matmul:matmul@medium",
+                          CASES_B="model_kernels.rope:rope@medium", VARIANTS="td2=seed_variants.tensor_descriptors=2")
+    assert proc.returncode == 0, proc.stderr
+    assert not (res / "a" / "cores").exists() and not (res / "b" / "cores").exists()  # no pinning: the one GPU, all cores
+    assert "matmul@medium" in (res / "a" / "calls").read_text() and "rope@medium" in (res / "b" / "calls").read_text()
+    assert {f.name for f in (out / "a").iterdir()} >= {"var_td2.json", "var_td2.log"}
+
+
 def test_table_strategies_narrows_the_table_to_the_baselines(tmp_path: Path) -> None:
     """TABLE_STRATEGIES=lfbo: a session can run the missing lfbo baselines while a change to seeded's
     limits is still being measured, so no seeded row is run under limits about to change."""
