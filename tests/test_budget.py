@@ -846,3 +846,37 @@ def test_first_population_pads_with_seed_neighbours_not_random_configs(pallas_en
     # same Pallas config, so Helion keeps one) and one neighbour.
     _, entry = _tiny_seeded_tune(monkeypatch, lambda configs: None)
     assert entry.provenance["first_population"] == {"leading_seeds": 2, "neighbours": 1, "random": 0}
+
+
+def test_seed_check_widens_a_real_first_population_when_its_seed_loses(pallas_env: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """seeded's seed check (off by default) on Helion's real search for tinypkg (Pallas interpret).
+
+    The seed's reading is made ten times slower after Helion's real benchmark, as a seed from
+    another shape that does not transfer reads: the first population must then grow by random
+    configs Helion benchmarks before its search goes on, and the record must say by how many.
+    """
+    import helion
+    from helion.autotuner.base_search import PopulationBasedSearch
+
+    from tuning.strategies import seeded
+
+    seed = _default_config()
+    original = PopulationBasedSearch.benchmark_population
+    grown: list[int] = []
+
+    def slow_seed(self: Any, members: list[Any], **kwargs: Any) -> list[Any]:
+        out = original(self, members, **kwargs)
+        placed = self.config_gen.unflatten(self.config_gen.flatten(helion.Config(**seed)))
+        for m in members:
+            if m.config == placed:
+                m.perfs[-1] *= 10
+        if kwargs.get("desc") == "Seeds lost: wider first population":
+            grown.append(len(members))
+        return out
+
+    monkeypatch.setattr(PopulationBasedSearch, "benchmark_population", slow_seed)
+    monkeypatch.setitem(seeded.SEED_CHECK, "widen", 2)
+    _, entry = _tiny_seeded_tune(monkeypatch, lambda configs: None, seeds=(seed,))
+    check = entry.provenance["seed_check"]
+    assert check["checked"] and check["added"] == grown[0] > 0, (check, grown)
+    assert check["best_seed_ms"] > check["best_other_ms"] * (1 + seeded.SEED_CHECK_MARGIN)

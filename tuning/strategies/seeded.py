@@ -23,6 +23,7 @@ from .base import Budget, TuneContext, TuneOutcome
 from .first_population import pad_with_seed_neighbours
 from .lfbo import apply_budget_settings, run_search, search_kwargs
 from .polish import bound_polish
+from .seed_check import widen_when_seeds_lose
 from .seed_transfer import reduction_axes, transfer_errors, transfer_seeds
 from .warm_worker import warm_worker
 
@@ -230,6 +231,18 @@ SMALL_KERNEL_BELOW_MS = 0.025
 # it with bench/seeded_variant.py (--set search_stop.patience=2).
 SEARCH_STOP = {"patience": 0}
 
+# Seed check (seed_check.py): ``widen`` = N adds N random configs to the first population when
+# the seeds' best reading there is over SEED_CHECK_MARGIN behind the best of the rest (Helion's
+# own starts and the random pad): the seed did not transfer, and the search would go on as a cold
+# start with a seeded search's narrow pad.  Off: a candidate fix for the smalls seeded from a
+# medium pick that transfers badly.  Session 40 (bench/results/variants_session40/): attention
+# small's seed, ``td2``'s medium pick, read 0.0575 ms there against 0.0256 for the best other
+# config of its first population, and the search ended 1.589 against lfbo.  Cost: nothing where
+# the seeds hold their own; where they lose, N more configs to benchmark (about 0.3 s each at the
+# small shapes).  Not yet measured on the GPU; try it with bench/seeded_variant.py
+# (--set seed_check.widen=30, Helion's quick cold start).
+SEED_CHECK = {"widen": 0}
+SEED_CHECK_MARGIN = 0.25
 
 # Warm worker (warm_worker.py): ``prestart`` = 1 keeps a Helion benchmark worker process spawned
 # ahead of each search, so the search adopts it instead of waiting for a new one's imports.  27 of
@@ -420,7 +433,7 @@ def option_tables() -> dict[str, dict[str, int]]:
     """seeded's optional candidate tables by name, read when called (tests and variants may swap them)."""
     return {"polish": POLISH, "seed_variants": SEED_VARIANTS, "search_clock": SEARCH_CLOCK,
             "first_population": FIRST_POPULATION, "small_kernel_finish": SMALL_KERNEL_FINISH,
-            "search_stop": SEARCH_STOP, "warm_worker": WARM_WORKER}
+            "search_stop": SEARCH_STOP, "seed_check": SEED_CHECK, "warm_worker": WARM_WORKER}
 
 
 def search_limits(options: Sequence[str] | None = None) -> dict[str, Any]:
@@ -443,6 +456,8 @@ def search_limits(options: Sequence[str] | None = None) -> dict[str, Any]:
             limits[name] = on
     if "small_kernel_finish" in limits:  # its threshold is part of the search it makes
         limits["small_kernel_finish"]["below_ms"] = SMALL_KERNEL_BELOW_MS
+    if "seed_check" in limits:  # so is this margin
+        limits["seed_check"]["margin"] = SEED_CHECK_MARGIN
     return limits
 
 
@@ -473,6 +488,7 @@ class SeededStrategy:
             finish = fast_finish(search)
             polish = bound_polish(search, POLISH["max_neighbors"])
             first = pad_with_seed_neighbours(search, seeds, FIRST_POPULATION["seed_neighbours"])
+            check = widen_when_seeds_lose(search, seeds if given else [], SEED_CHECK["widen"], SEED_CHECK_MARGIN)
             warm = warm_worker(search, WARM_WORKER["prestart"])
             outcome = run_search(search, budget.max_configs)
         count, why = shipped_finalists(outcome.search_best_ms)
@@ -499,6 +515,8 @@ class SeededStrategy:
             outcome.extra["first_population"] = first
         if stop:
             outcome.extra["search_stop"] = stop
+        if check:
+            outcome.extra["seed_check"] = check
         if warm:
             outcome.extra["warm_worker"] = warm  # how many worker starts took the spare
         outcome.extra.update(clock)
