@@ -91,6 +91,8 @@ def in_place_of_table(draws: dict[str, dict[str, list[dict[str, Any]]]], table_s
 
     Every case keeps its table rows' mean where ``search`` has no draw of it, so the figure covers
     the table's cases; None when the table lacks a case's row (no common ground to compare on).
+    ``cases_not_drawn`` names those cases: what a search must still draw before it can be adopted
+    on all of them (session 40 planned ``td2``'s last 18 rows from it).
     """
     rows_by_case: dict[str, list[dict[str, Any]]] = {}
     for case, by_search in draws.items():
@@ -98,8 +100,9 @@ def in_place_of_table(draws: dict[str, dict[str, list[dict[str, Any]]]], table_s
         if not rows:
             return None
         rows_by_case[case] = rows
-    drawn = sum(search in by_search for by_search in draws.values())
-    return {"cases": len(rows_by_case), "cases_from_this_search": drawn, **_figures(rows_by_case)}
+    not_drawn = sorted(case for case, by_search in draws.items() if search not in by_search)
+    return {"cases": len(rows_by_case), "cases_from_this_search": len(rows_by_case) - len(not_drawn),
+            "cases_not_drawn": not_drawn, **_figures(rows_by_case)}
 
 
 def _figures(rows_by_case: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:

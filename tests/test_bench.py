@@ -1348,6 +1348,7 @@ def test_draws_counts_each_draw_once_and_puts_a_search_in_the_table_on_the_mean_
     assert "trial_knob=2" in trial_search
     theirs = doc["in_place_of_table"][trial_search]
     assert theirs["cases_from_this_search"] == 1 and theirs["cases"] == 2
+    assert theirs["cases_not_drawn"] == ["p.m:a@small"] and mine["cases_not_drawn"] == []
     assert theirs["geomean_latency_ratio"] == pytest.approx((0.98 * 1.02) ** 0.5, abs=1e-4)
     assert theirs["geomean_time_ratio"] == pytest.approx((2.0 * 4.0) ** 0.5, abs=1e-3)
     # side by side on the one row both drew: the table's search on the mean of its two draws
