@@ -879,4 +879,5 @@ def test_seed_check_widens_a_real_first_population_when_its_seed_loses(pallas_en
     _, entry = _tiny_seeded_tune(monkeypatch, lambda configs: None, seeds=(seed,))
     check = entry.provenance["seed_check"]
     assert check["checked"] and check["added"] == grown[0] > 0, (check, grown)
-    assert check["best_seed_ms"] > check["best_other_ms"] * (1 + seeded.SEED_CHECK_MARGIN)
+    assert check["best_seed_ms"] > check["best_other_ms"] * (1 + seeded.SEED_CHECK["margin_pct"] / 100)
+    assert check["margin"] == seeded.SEED_CHECK["margin_pct"] / 100

@@ -12,7 +12,7 @@ import types
 from typing import Any
 
 from tuning.strategies import seeded
-from tuning.strategies.seed_check import seeds_lost, widen_when_seeds_lose
+from tuning.strategies.seed_check import best_readings, seeds_lost, widen_when_seeds_lose
 
 
 def _member(config: str, perf: float = math.nan) -> Any:
@@ -28,6 +28,7 @@ def test_seeds_lose_only_when_their_best_is_over_the_margin_behind_the_rest() ->
     assert seeds_lost([_member("seed", math.inf), _member("other", 1.0)], {"seed"}, 0.25) == (math.inf, 1.0)
     # Nothing else to compare with: no decision.
     assert seeds_lost([_member("seed", 1.0), _member("other", math.inf)], {"seed"}, 0.25) is None
+    assert best_readings([_member("seed", 1.0), _member("other", math.inf)], {"seed"}) == (1.0, math.inf)
 
 
 class _Search:
@@ -79,7 +80,7 @@ def test_seeds_that_hold_their_own_cost_nothing_and_off_or_cold_leaves_helion_al
     population = [_member("seed"), _member("default")]
     search.benchmark_initial_population(population)
     assert [m.config for m in population] == ["seed", "default"] and len(search.benchmarked) == 1
-    assert applied == {"widen": 30, "margin": 0.25, "checked": True}
+    assert applied == {"widen": 30, "margin": 0.25, "checked": True, "best_seed_ms": 0.024, "best_other_ms": 0.0256}
     for widen, seeds in ((0, ["seed"]), (30, [])):  # off, or a cold start (nothing handed to check)
         plain = _Search({}, [])
         assert widen_when_seeds_lose(plain, seeds, widen, 0.25) == {}
@@ -88,7 +89,10 @@ def test_seeds_that_hold_their_own_cost_nothing_and_off_or_cold_leaves_helion_al
 
 def test_the_check_is_recorded_in_seeded_s_limits_only_when_on(monkeypatch: Any) -> None:
     """Off is the search every stored row ran, so its key must be absent (no row is made 'other search')."""
-    assert seeded.SEED_CHECK["widen"] == 0 and "seed_check" not in seeded.search_limits()
+    assert seeded.SEED_CHECK == {"widen": 0, "margin_pct": 10} and "seed_check" not in seeded.search_limits()
+    monkeypatch.setitem(seeded.SEED_CHECK, "margin_pct", 0)
+    assert "seed_check" not in seeded.search_limits()  # a margin alone turns nothing on
     monkeypatch.setitem(seeded.SEED_CHECK, "widen", 30)
-    assert seeded.search_limits()["seed_check"] == {"widen": 30, "margin": seeded.SEED_CHECK_MARGIN}
-    assert seeded.SEED_CHECK == {"widen": 30}  # the limits' copy took the margin, not the table
+    assert seeded.search_limits()["seed_check"] == {"widen": 30, "margin_pct": 0}  # a margin of 0 is recorded
+    monkeypatch.setitem(seeded.SEED_CHECK, "margin_pct", 10)
+    assert seeded.search_limits()["seed_check"] == {"widen": 30, "margin_pct": 10}

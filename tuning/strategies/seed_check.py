@@ -1,20 +1,23 @@
 """A first population that grows when the seeds lose in it: the check on a seed's transfer.
 
 Why: ``seeded`` seeds a shape with its picks at the kernel's other shapes, and pads the first
-population with only a few random configs (24 in all, most of them seeds and their variants),
-because a good seed makes a wide start a waste.  A seed that does not transfer makes it the
-opposite.  Session 40 (H200, bench/results/variants_session40/): attention small's seed, the
-medium's pick under ``td2``, ran at 0.0575 ms at the small shape, where the best other config of
-its first population ran at 0.0256; the search's two paths started among those few others, never
-reached the region of ``lfbo``'s pick (0.0181 ms on its search clock) and ended at 0.0207, 1.589
-against ``lfbo`` in the same fresh process.  The table's draw of the same row, from another medium
-pick, started at its seed (0.0236) and ended 1.10.
+population with only a few random configs (24 in all, most of them seeds, their variants and
+Helion's own starts), because a good seed makes a wide start a waste.  A seed that does not
+transfer makes it the opposite.  Session 40 (H200, bench/results/variants_session40/): attention
+small, seeded from the medium's pick under ``td2``, began its trajectory at 0.0575 ms, where the
+table's draw, seeded from another medium pick, began at 0.0236.  Its first population's best was
+a [64, 16] config that neither pick nor any of their variants is (0.0256 ms); its two search
+paths started there, never reached the region of ``lfbo``'s pick (0.0181 ms on its search clock)
+and ended at 0.0207, 1.589 against ``lfbo`` in the same fresh process.  The table's draw ended at
+0.0183 and 1.10.
 
-So, when the seeds' best reading in the first population is more than ``margin`` behind the best
-of the rest (Helion's own starts and the random pad), the search is in effect a cold start with a
-seeded search's narrow pad; this adds ``widen`` more random configs to that population, benchmarks
-them, and lets Helion's search go on from the wider population as it would from its own.  Seeds
-that hold their own cost nothing: the check reads timings the search has already taken.
+So, when the best reading of the seeds (and their variants) in the first population is more than
+``margin`` behind the best of the rest (Helion's own starts, its cache and the random pad), the
+search is in effect a cold start with a seeded search's narrow pad; this adds ``widen`` more
+random configs to that population, benchmarks them, and lets Helion's search go on from the
+wider population as it would from its own.  Seeds that hold their own cost nothing: the check
+reads timings the search has already taken.  Its record keeps both readings either way, which is
+how the margin is to be chosen: the stored rows do not say how far behind the seeds read.
 """
 
 from __future__ import annotations
@@ -25,17 +28,25 @@ from collections.abc import Sequence
 from typing import Any
 
 
-def seeds_lost(members: Sequence[Any], seeds: set[Any], margin: float) -> tuple[float, float] | None:
-    """(best seed ms, best other ms) when the seeds' best is over ``margin`` behind the rest's best, else None.
+def best_readings(members: Sequence[Any], seeds: set[Any]) -> tuple[float, float]:
+    """(best reading of the seeds, best reading of the rest) in a benchmarked first population; inf where none read.
 
     ``members``: the first population, benchmarked (``config``, ``perf``); ``seeds``: the configs
-    the search was handed.  A population with no finite reading on either side decides nothing.
+    the search was handed (the seeds and their variants), as the population holds them.
     """
     seeded = [m.perf for m in members if m.config in seeds and math.isfinite(m.perf)]
     others = [m.perf for m in members if m.config not in seeds and math.isfinite(m.perf)]
-    if not others:
+    return min(seeded, default=math.inf), min(others, default=math.inf)
+
+
+def seeds_lost(members: Sequence[Any], seeds: set[Any], margin: float) -> tuple[float, float] | None:
+    """(best seed ms, best other ms) when the seeds' best is over ``margin`` behind the rest's best, else None.
+
+    A population where nothing besides the seeds read decides nothing.
+    """
+    best_seed, best_other = best_readings(members, seeds)
+    if not math.isfinite(best_other):
         return None
-    best_seed, best_other = min(seeded, default=math.inf), min(others)
     return (best_seed, best_other) if best_seed > best_other * (1.0 + margin) else None
 
 
@@ -44,8 +55,8 @@ def widen_when_seeds_lose(search: Any, seeds: Sequence[Any], widen: int, margin:
 
     ``seeds``: the ``helion.Config`` objects handed to the search, each already placed on its
     config space (``seed_transfer.transfer_seeds``).  Returns the record's provenance, filled in
-    when the first population has run (``checked``, and what was added); ``{}`` when off (0) or
-    on a cold start, which has no seeds to check and already starts wide.
+    when the first population has run (``checked``, both best readings, and ``added`` when it
+    grew); ``{}`` when off (0) or on a cold start, which has no seeds to check and already starts wide.
     """
     if widen <= 0 or not seeds:
         return {}
@@ -61,7 +72,9 @@ def widen_when_seeds_lose(search: Any, seeds: Sequence[Any], widen: int, margin:
 
     def benchmark_initial_population(self: Any, members: list[Any], **kwargs: Any) -> list[Any]:
         members = original(members, **kwargs)
-        applied["checked"] = True
+        readings = best_readings(members, handed)
+        applied.update(checked=True, **{k: round(v, 6) if math.isfinite(v) else None
+                                        for k, v in zip(("best_seed_ms", "best_other_ms"), readings)})
         lost = seeds_lost(members, handed, margin)
         if lost is None:
             return members
@@ -80,8 +93,7 @@ def widen_when_seeds_lose(search: Any, seeds: Sequence[Any], widen: int, margin:
         if extra:
             self.benchmark_population(extra, desc="Seeds lost: wider first population")
             members.extend(extra)
-        applied.update(best_seed_ms=round(lost[0], 6) if math.isfinite(lost[0]) else None,
-                       best_other_ms=round(lost[1], 6), added=len(extra))
+        applied["added"] = len(extra)
         return members
 
     search.benchmark_initial_population = types.MethodType(benchmark_initial_population, search)
