@@ -196,17 +196,19 @@ variants-x2)
   # On a 1-GPU machine the halves run one after the other on it.
   : "${CASES_A:?CASES_A=<cases for GPU0>}" "${CASES_B:?CASES_B=<cases for GPU1>}"
   cores=$(nproc); half=$(( cores / 2 )); mkdir -p "$R/a" "$R/b"
+  run_half() {  # run_half a|b CASES [env ... taskset ...]: one `variants` trial in its own folders
+    local h=$1 cases=$2; shift 2
+    BENCH_GPU_RES=$R/$h OUT=$OUT/$h CASES=$cases "$@" bash bench/run_x2_gpu.sh variants > "$R/variants_$h.out" 2>&1
+  }
   if [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
-    CUDA_VISIBLE_DEVICES=0 HELION_AUTOTUNE_PRECOMPILE_JOBS=$half BENCH_GPU_RES=$R/a OUT=$OUT/a CASES=$CASES_A \
-      taskset -c "0-$(( half - 1 ))" bash bench/run_x2_gpu.sh variants > "$R/variants_a.out" 2>&1 &
-    CUDA_VISIBLE_DEVICES=1 HELION_AUTOTUNE_PRECOMPILE_JOBS=$half BENCH_GPU_RES=$R/b OUT=$OUT/b CASES=$CASES_B \
-      taskset -c "$half-$(( cores - 1 ))" bash bench/run_x2_gpu.sh variants > "$R/variants_b.out" 2>&1 &
+    pin="env HELION_AUTOTUNE_PRECOMPILE_JOBS=$half"
+    run_half a "$CASES_A" $pin CUDA_VISIBLE_DEVICES=0 taskset -c "0-$(( half - 1 ))" &
+    run_half b "$CASES_B" $pin CUDA_VISIBLE_DEVICES=1 taskset -c "$half-$(( cores - 1 ))" &
     # A `timeout -s INT` around this call reaches both halves' searches, which then stop and bring their
     # trials back; this shell must outlive that, not die in `wait` as an untrapped INT would make it.
     trap ':' INT; wait || wait
   else
-    BENCH_GPU_RES=$R/a OUT=$OUT/a CASES=$CASES_A bash bench/run_x2_gpu.sh variants > "$R/variants_a.out" 2>&1
-    BENCH_GPU_RES=$R/b OUT=$OUT/b CASES=$CASES_B bash bench/run_x2_gpu.sh variants > "$R/variants_b.out" 2>&1
+    run_half a "$CASES_A"; run_half b "$CASES_B"
   fi
   for h in a b; do echo "== half $h"; cat "$R/variants_$h.out"; done ;;
 lfbo-spread)

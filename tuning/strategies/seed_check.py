@@ -27,6 +27,8 @@ import types
 from collections.abc import Sequence
 from typing import Any
 
+from .seed_transfer import transfer_errors
+
 
 def best_readings(members: Sequence[Any], seeds: set[Any]) -> tuple[float, float]:
     """(best reading of the seeds, best reading of the rest) in a benchmarked first population; inf where none read.
@@ -39,15 +41,19 @@ def best_readings(members: Sequence[Any], seeds: set[Any]) -> tuple[float, float
     return min(seeded, default=math.inf), min(others, default=math.inf)
 
 
+def lost_by(readings: tuple[float, float], margin: float) -> bool:
+    """Whether (best seed ms, best other ms) puts the seeds over ``margin`` behind; no other reading decides nothing."""
+    best_seed, best_other = readings
+    return math.isfinite(best_other) and best_seed > best_other * (1.0 + margin)
+
+
 def seeds_lost(members: Sequence[Any], seeds: set[Any], margin: float) -> tuple[float, float] | None:
     """(best seed ms, best other ms) when the seeds' best is over ``margin`` behind the rest's best, else None.
 
     A population where nothing besides the seeds read decides nothing.
     """
-    best_seed, best_other = best_readings(members, seeds)
-    if not math.isfinite(best_other):
-        return None
-    return (best_seed, best_other) if best_seed > best_other * (1.0 + margin) else None
+    readings = best_readings(members, seeds)
+    return readings if lost_by(readings, margin) else None
 
 
 def widen_when_seeds_lose(search: Any, seeds: Sequence[Any], widen: int, margin: float) -> dict[str, Any]:
@@ -61,11 +67,12 @@ def widen_when_seeds_lose(search: Any, seeds: Sequence[Any], widen: int, margin:
     if widen <= 0 or not seeds:
         return {}
     gen = search.config_gen
+    errors = transfer_errors()
     handed = set()
     for config in seeds:
         try:
             handed.add(gen.unflatten(gen.flatten(config)))  # as the population holds it
-        except Exception:  # noqa: BLE001 - Helion raises several kinds for a config it cannot place
+        except errors:
             continue
     original = search.benchmark_initial_population
     applied: dict[str, Any] = {"widen": widen, "margin": margin, "checked": False}
@@ -75,8 +82,7 @@ def widen_when_seeds_lose(search: Any, seeds: Sequence[Any], widen: int, margin:
         readings = best_readings(members, handed)
         applied.update(checked=True, **{k: round(v, 6) if math.isfinite(v) else None
                                         for k, v in zip(("best_seed_ms", "best_other_ms"), readings)})
-        lost = seeds_lost(members, handed, margin)
-        if lost is None:
+        if not lost_by(readings, margin):
             return members
         visited = kwargs.get("visited")
         seen = {m.config for m in members} if visited is None else visited
@@ -88,8 +94,8 @@ def widen_when_seeds_lose(search: Any, seeds: Sequence[Any], widen: int, margin:
             if member is not None and member.config not in seen and len(extra) < widen:
                 seen.add(member.config)
                 extra.append(member)
-        self.log(f"kiln: seeds lost in the first population (best seed {lost[0]:.6f} ms, best other "
-                 f"{lost[1]:.6f} ms): {len(extra)} more random configs")
+        self.log(f"kiln: seeds lost in the first population (best seed {readings[0]:.6f} ms, best other "
+                 f"{readings[1]:.6f} ms): {len(extra)} more random configs")
         if extra:
             self.benchmark_population(extra, desc="Seeds lost: wider first population")
             members.extend(extra)

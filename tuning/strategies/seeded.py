@@ -456,14 +456,12 @@ def search_limits(options: Sequence[str] | None = None) -> dict[str, Any]:
     tables = option_tables()
     for name in tables if options is None else options:
         on: dict[str, Any] = {k: v for k, v in tables[name].items() if v > 0}
-        if name == "seed_check" and not tables[name]["widen"]:
-            on = {}  # its margin alone changes no search: off is off, whatever the margin says
+        if name == "seed_check":  # on only when it widens, and then its margin is part of the search, even 0
+            on = dict(tables[name]) if tables[name]["widen"] > 0 else {}
         if on:
             limits[name] = on
     if "small_kernel_finish" in limits:  # its threshold is part of the search it makes
         limits["small_kernel_finish"]["below_ms"] = SMALL_KERNEL_BELOW_MS
-    if "seed_check" in limits:  # a margin of 0 is part of the search it makes too
-        limits["seed_check"]["margin_pct"] = SEED_CHECK["margin_pct"]
     return limits
 
 
