@@ -789,6 +789,50 @@ def test_search_stop_patience_reaches_helions_tree_search_only_when_on(pallas_en
     assert entry.provenance["search_stop"] == {"patience": 3}
 
 
+def test_search_verify_retimes_near_best_readings_only_while_seeded_searches(
+        pallas_env: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """seeded's optional search verify (off by default): Helion's rebenchmark threshold, for its search only.
+
+    Off, the quick effort's threshold (under 1: nothing re-timed) stands and neither the limits nor
+    the record name it; on, the search that runs re-times readings within N percent of its best,
+    the kernel's shared settings are restored afterwards (lfbo's search of the same kernel keeps
+    its own), and a threshold the user set in the environment wins.
+    """
+    from tuning.strategies import seeded
+
+    seen: list[float] = []
+    original = seeded.run_search
+
+    def spy(search: Any, max_configs: Any) -> Any:
+        seen.append(search.settings.get_rebenchmark_threshold())
+        return original(search, max_configs)
+
+    monkeypatch.setattr(seeded, "run_search", spy)
+    monkeypatch.delenv(seeded.REBENCHMARK_THRESHOLD_ENV, raising=False)
+    case, entry = _tiny_seeded_tune(monkeypatch, lambda configs: None)
+    assert seen == [0.9]  # Helion's quick effort: no re-timing
+    assert "search_verify" not in seeded.search_limits() and "search_verify" not in entry.provenance
+
+    monkeypatch.setitem(seeded.SEARCH_VERIFY, "within_pct", 10)
+    assert seeded.search_limits()["search_verify"] == {"within_pct": 10}
+    case, entry = _tiny_seeded_tune(monkeypatch, lambda configs: None)
+    assert seen == [0.9, 1.1]
+    assert entry.provenance["search_verify"] == {"within_pct": 10}
+    assert case.kernel.settings.autotune_rebenchmark_threshold is None  # restored for the next search
+
+    class Settings:  # named fake: only the one field verified_readings writes
+        autotune_rebenchmark_threshold: float | None = 1.5
+
+    settings = Settings()
+    with pytest.raises(RuntimeError), seeded.verified_readings(settings, 10) as applied:
+        assert applied == {"search_verify": {"within_pct": 10}} and settings.autotune_rebenchmark_threshold == 1.1
+        raise RuntimeError("a search that dies")
+    assert settings.autotune_rebenchmark_threshold == 1.5  # restored through an error
+    monkeypatch.setenv(seeded.REBENCHMARK_THRESHOLD_ENV, "2")  # the user's choice wins
+    with seeded.verified_readings(settings, 10) as applied:
+        assert applied == {} and settings.autotune_rebenchmark_threshold == 1.5
+
+
 def test_first_population_pads_with_seed_neighbours_not_random_configs(pallas_env: None, monkeypatch: pytest.MonkeyPatch) -> None:
     """seeded's optional seed-neighbour first population (off by default), on Helion's real search for tinypkg.
 
