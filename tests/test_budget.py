@@ -762,6 +762,33 @@ def test_search_clock_sets_helions_cudagraph_switch_only_while_seeded_searches(
     assert "different clocks" in why and "cudagraph against default" in why and "1.060x" in why
 
 
+def _tune_off_then_on(monkeypatch: pytest.MonkeyPatch, name: str, table: dict[str, int], key: str, on: int,
+                      read: Callable[[Any], Any]) -> tuple[list[Any], Any]:
+    """Two real seeded tunes of tinypkg, seeded's optional ``name`` off and then with ``key`` = ``on``.
+
+    Returns what ``read`` saw of each Helion search as it started, and the second tune's case.
+    Off, neither the limits nor the record name the option, so no stored record turns into
+    another search; on, both do.
+    """
+    from tuning.strategies import seeded
+
+    seen: list[Any] = []
+    original = seeded.run_search
+
+    def spy(search: Any, max_configs: Any) -> Any:
+        seen.append(read(search))
+        return original(search, max_configs)
+
+    monkeypatch.setattr(seeded, "run_search", spy)
+    _, entry = _tiny_seeded_tune(monkeypatch, lambda configs: None)
+    assert name not in seeded.search_limits() and name not in entry.provenance
+    monkeypatch.setitem(table, key, on)
+    assert seeded.search_limits()[name] == {key: on}
+    case, entry = _tiny_seeded_tune(monkeypatch, lambda configs: None)
+    assert entry.provenance[name] == {key: on}
+    return seen, case
+
+
 def test_search_stop_patience_reaches_helions_tree_search_only_when_on(pallas_env: None, monkeypatch: pytest.MonkeyPatch) -> None:
     """seeded's optional search stop (off by default): N generations without improvement per path.
 
@@ -770,23 +797,9 @@ def test_search_stop_patience_reaches_helions_tree_search_only_when_on(pallas_en
     """
     from tuning.strategies import seeded
 
-    seen: list[int] = []
-    original = seeded.run_search
-
-    def spy(search: Any, max_configs: Any) -> Any:
-        seen.append(search.patience)
-        return original(search, max_configs)
-
-    monkeypatch.setattr(seeded, "run_search", spy)
-    _, entry = _tiny_seeded_tune(monkeypatch, lambda configs: None)
-    assert seen == [1]  # Helion's default
-    assert "search_stop" not in seeded.search_limits() and "search_stop" not in entry.provenance
-
-    monkeypatch.setitem(seeded.SEARCH_STOP, "patience", 3)
-    assert seeded.search_limits()["search_stop"] == {"patience": 3}
-    _, entry = _tiny_seeded_tune(monkeypatch, lambda configs: None)
-    assert seen == [1, 3]
-    assert entry.provenance["search_stop"] == {"patience": 3}
+    seen, _ = _tune_off_then_on(monkeypatch, "search_stop", seeded.SEARCH_STOP, "patience", 3,
+                                lambda search: search.patience)
+    assert seen == [1, 3]  # Helion's default, then the option's
 
 
 def test_search_verify_retimes_near_best_readings_only_while_seeded_searches(
@@ -800,24 +813,10 @@ def test_search_verify_retimes_near_best_readings_only_while_seeded_searches(
     """
     from tuning.strategies import seeded
 
-    seen: list[float] = []
-    original = seeded.run_search
-
-    def spy(search: Any, max_configs: Any) -> Any:
-        seen.append(search.settings.get_rebenchmark_threshold())
-        return original(search, max_configs)
-
-    monkeypatch.setattr(seeded, "run_search", spy)
     monkeypatch.delenv(seeded.REBENCHMARK_THRESHOLD_ENV, raising=False)
-    case, entry = _tiny_seeded_tune(monkeypatch, lambda configs: None)
-    assert seen == [0.9]  # Helion's quick effort: no re-timing
-    assert "search_verify" not in seeded.search_limits() and "search_verify" not in entry.provenance
-
-    monkeypatch.setitem(seeded.SEARCH_VERIFY, "within_pct", 10)
-    assert seeded.search_limits()["search_verify"] == {"within_pct": 10}
-    case, entry = _tiny_seeded_tune(monkeypatch, lambda configs: None)
-    assert seen == [0.9, 1.1]
-    assert entry.provenance["search_verify"] == {"within_pct": 10}
+    seen, case = _tune_off_then_on(monkeypatch, "search_verify", seeded.SEARCH_VERIFY, "within_pct", 10,
+                                   lambda search: search.settings.get_rebenchmark_threshold())
+    assert seen == [0.9, 1.1]  # Helion's quick effort (under 1: nothing re-timed), then within 10%
     assert case.kernel.settings.autotune_rebenchmark_threshold is None  # restored for the next search
 
     class Settings:  # named fake: only the one field verified_readings writes
