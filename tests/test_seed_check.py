@@ -12,7 +12,7 @@ import types
 from typing import Any
 
 from tuning.strategies import seeded
-from tuning.strategies.seed_check import best_readings, seeds_lost, widen_when_seeds_lose
+from tuning.strategies.seed_check import best_readings, lost_by, widen_when_seeds_lose
 
 
 def _member(config: str, perf: float = math.nan) -> Any:
@@ -21,14 +21,16 @@ def _member(config: str, perf: float = math.nan) -> Any:
 
 def test_seeds_lose_only_when_their_best_is_over_the_margin_behind_the_rest() -> None:
     pop = [_member("seed", 0.0575), _member("variant", 0.034), _member("default", 0.0256), _member("bad", math.inf)]
-    assert seeds_lost(pop, {"seed", "variant"}, 0.25) == (0.034, 0.0256)  # a variant is a seed too
-    assert seeds_lost(pop, {"seed", "variant"}, 0.25 * 2) is None  # 33% behind: within a 50% margin
-    assert seeds_lost(pop, {"default"}, 0.25) is None  # the best config is a seed
+    readings = best_readings(pop, {"seed", "variant"})
+    assert readings == (0.034, 0.0256) and lost_by(readings, 0.25)  # a variant is a seed too
+    assert not lost_by(readings, 0.25 * 2)  # 33% behind: within a 50% margin
+    assert not lost_by(best_readings(pop, {"default"}), 0.25)  # the best config is a seed
     # No seed read at all (each failed to compile): lost, against any finite rest.
-    assert seeds_lost([_member("seed", math.inf), _member("other", 1.0)], {"seed"}, 0.25) == (math.inf, 1.0)
+    readings = best_readings([_member("seed", math.inf), _member("other", 1.0)], {"seed"})
+    assert readings == (math.inf, 1.0) and lost_by(readings, 0.25)
     # Nothing else to compare with: no decision.
-    assert seeds_lost([_member("seed", 1.0), _member("other", math.inf)], {"seed"}, 0.25) is None
-    assert best_readings([_member("seed", 1.0), _member("other", math.inf)], {"seed"}) == (1.0, math.inf)
+    readings = best_readings([_member("seed", 1.0), _member("other", math.inf)], {"seed"})
+    assert readings == (1.0, math.inf) and not lost_by(readings, 0.25)
 
 
 class _Search:

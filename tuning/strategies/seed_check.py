@@ -47,15 +47,6 @@ def lost_by(readings: tuple[float, float], margin: float) -> bool:
     return math.isfinite(best_other) and best_seed > best_other * (1.0 + margin)
 
 
-def seeds_lost(members: Sequence[Any], seeds: set[Any], margin: float) -> tuple[float, float] | None:
-    """(best seed ms, best other ms) when the seeds' best is over ``margin`` behind the rest's best, else None.
-
-    A population where nothing besides the seeds read decides nothing.
-    """
-    readings = best_readings(members, seeds)
-    return readings if lost_by(readings, margin) else None
-
-
 def widen_when_seeds_lose(search: Any, seeds: Sequence[Any], widen: int, margin: float) -> dict[str, Any]:
     """Make ``search``'s first population add ``widen`` random configs when its seeds lose by over ``margin``.
 
