@@ -556,9 +556,12 @@ def test_seed_variants_add_each_seed_at_the_other_pid_types(pallas_env: None, mo
     assert len(seeded.pid_type_variants([a, b], allowed, 5)) == 2 + 2 + 2  # b names none: Helion's default, flat
     # As shipped: the first seed's layouts, and recorded in the limits (so older rows are "other search").
     assert seeded.SEED_VARIANTS["pid_types"] == 1
-    assert seeded.search_limits()["seed_variants"] == {"pid_types": 1}
+    assert seeded.search_limits()["seed_variants"] == {"pid_types": 1, "tensor_descriptors": 2}
     monkeypatch.setitem(seeded.SEED_VARIANTS, "pid_types", 0)
-    assert "seed_variants" not in seeded.search_limits()  # off: the key is absent, as before it was adopted
+    assert seeded.search_limits()["seed_variants"] == {"tensor_descriptors": 2}  # only what is on is recorded
+    monkeypatch.setitem(seeded.SEED_VARIANTS, "tensor_descriptors", 0)
+    assert "seed_variants" not in seeded.search_limits()  # all off: the key is absent, as before either was adopted
+    monkeypatch.setitem(seeded.SEED_VARIANTS, "tensor_descriptors", 2)
     monkeypatch.setitem(seeded.SEED_VARIANTS, "pid_types", 1)
 
     seen: list[list[Any]] = []
@@ -573,7 +576,7 @@ def test_seed_variants_add_each_seed_at_the_other_pid_types(pallas_env: None, mo
 
 def test_tensor_descriptor_variants_switch_every_access_at_once_and_reach_a_cold_start(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """seeded's optional tensor-descriptor variants (off by default; session 39 measured them on 10 rows).
+    """seeded's tensor-descriptor variants (on since session 42, at 2, after drawing them on all 36 rows).
 
     lfbo's picks for mamba2 and fp8 attention read most accesses through host-built tensor
     descriptors where seeded's read none: one knob per access, so the variants switch them all at
@@ -616,7 +619,9 @@ def test_tensor_descriptor_variants_switch_every_access_at_once_and_reach_a_cold
         def unflatten(self, flat: Any) -> dict[str, Any]:
             return dict(flat)
 
-    assert seeded.cold_start_variants(Gen(("pointer", td))) == []  # off as shipped
+    assert seeded.SEED_VARIANTS["tensor_descriptors"] == 2  # as shipped
+    monkeypatch.setitem(seeded.SEED_VARIANTS, "tensor_descriptors", 0)
+    assert seeded.cold_start_variants(Gen(("pointer", td))) == []  # off: nothing added
     assert "tensor_descriptors" not in seeded.search_limits().get("seed_variants", {})
     monkeypatch.setitem(seeded.SEED_VARIANTS, "tensor_descriptors", 2)
     made = seeded.cold_start_variants(Gen(("pointer", td)))

@@ -138,7 +138,7 @@ POLISH = {"max_neighbors": 0}
 # ``tensor_descriptors`` = N: the first N seeds again with every memory access through a tensor
 # descriptor (TMA on the H200), once with device-built and once with host-built descriptors; on a
 # cold start, where the search has no seeds of its own, the first N of Helion's compiler seeds and
-# default config.  Off: a candidate fix for the rows furthest over the bar.  In the table (#5,
+# default config.  Built as a candidate fix for the rows furthest over the bar.  In the table (#5,
 # bench/results/store.json) lfbo's picks for mamba2 medium and large and fp8 attention medium and
 # large read 8-10 of 11 (mamba2) or 3 of 4 (fp8) accesses as tensor descriptors, host-built, where
 # seeded's picks, 1.107-1.215 against them, read 0-1; grouped GEMM small likewise (4 of 5 against
@@ -159,9 +159,12 @@ POLISH = {"max_neighbors": 0}
 # Sessions 40 and 41 drew it on 23 more rows (bench/results/variants_session4{0,1}/): on the 33
 # drawn, latency 1.0053 against the table's 1.0262, 8 over 1.05 against 13, time 4.99x against
 # 5.26x, the worst row attention small at 1.589 (seeded from a td2 medium pick that transfers badly).
-# Still off: a search is adopted on all 36 rows, never on the rows picked for it (``coldwide_bounded``
-# gained 1.154 -> 1.088 on its first three and lost over all 36); README "What remains" has the
-# command for swiglu's three.
+# Session 42 drew swiglu's three (bench/results/variants_session42/): over all 36 rows, in place of
+# the table's, 5.136x, latency 1.0047, worst 1.589, 8 over 1.05, against the table search's 5.375x,
+# 1.0247, 1.236 and 13 (draws.json).  On: adopted on all 36 rows, as every search must be, never
+# on the rows picked for it (``coldwide_bounded`` gained 1.154 -> 1.088 on its first three and lost
+# over all 36).  Its worst row is worse than the table's: attention small, whose second draw under
+# ``td2`` (session 42, ``td2chk``, where the seed check did not fire) read 1.075.
 #
 # ``pointers`` = N: the first N seeds again with every access through a pointer, the way back.  Off:
 # a candidate fix for the small shapes still over the bar under ``tensor_descriptors`` (session 39).
@@ -172,7 +175,7 @@ POLISH = {"max_neighbors": 0}
 # not the clock (bench/results/variants_session39/report/).  Seeds only: on a cold start Helion's
 # own starts already read through pointers.  Not yet measured on the GPU; try it on top of td2 with
 # bench/seeded_variant.py (--set seed_variants.tensor_descriptors=2 --set seed_variants.pointers=2).
-SEED_VARIANTS = {"pid_types": 1, "reduction_loops": 0, "tensor_descriptors": 0, "pointers": 0}
+SEED_VARIANTS = {"pid_types": 1, "reduction_loops": 0, "tensor_descriptors": 2, "pointers": 0}
 POINTER = "pointer"
 TENSOR_DESCRIPTOR = "tensor_descriptor"
 REDUCTION_LOOP_MIN = 8  # Helion's smallest reduction loop chunk (ReductionLoopSpec's fragment low)
