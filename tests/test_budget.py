@@ -670,7 +670,7 @@ def test_reduction_loop_variants_roll_a_whole_axis_at_a_half_and_a_quarter(monke
         assert config["reduction_loops"] == variant["reduction_loops"]
     assert "reduction_loops" not in seeded.search_limits()["seed_variants"]
     monkeypatch.setitem(seeded.SEED_VARIANTS, "reduction_loops", 1)
-    assert seeded.search_limits()["seed_variants"] == {"pid_types": 1, "reduction_loops": 1}
+    assert seeded.search_limits()["seed_variants"] == {"pid_types": 1, "reduction_loops": 1, "tensor_descriptors": 2}
 
 
 def test_a_seed_from_another_shape_is_placed_on_this_shapes_space_not_fatal() -> None:
