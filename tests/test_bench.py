@@ -370,6 +370,12 @@ def test_report_keeps_an_earlier_search_apart_and_says_why_a_case_misses_the_bar
     assert s["seeded"]["meets_bar"] == {"time_ratio": False, "latency_geomean": False, "worst_latency": False}
     assert s["seeded"]["cases_over_worst_bar"] == ["p.m:a@medium", "p.m:a@small"]
     assert s["seeded"]["cases_under_time_bar"] == ["p.m:e@medium", "p.m:f@medium"]
+    # Each case over the bar split into the gap its search saw and what appeared only after it.
+    assert s["seeded"]["over_worst_bar_split"] == [
+        {"case": "p.m:a@medium", "latency_ratio": pytest.approx(1.1), "search_gap": 1.1, "after_search": 1.0,
+         "mostly": "in the search"},
+        {"case": "p.m:a@small", "latency_ratio": pytest.approx(1.08), "search_gap": 1.0, "after_search": 1.08,
+         "mostly": "after the search"}]
     assert s["seeded (other search: with_seeds)"]["worst_latency_ratio"] == pytest.approx(1.0)
     # Split by how each search started: the cold first shapes apart from the shapes seeded from them.
     cold, seeded = s["seeded"]["by_seeds"]["cold"], s["seeded"]["by_seeds"]["seeded"]
@@ -380,6 +386,9 @@ def test_report_keeps_an_earlier_search_apart_and_says_why_a_case_misses_the_bar
     md = markdown(store, None, LIMITS)
     assert "| seeded | cold | 3 | 3.17 | 1.0323 | 1.1000 | 1 |" in md and "| seeded | seeded | 1 | 5.00 | 1.0800 | 1.0800 | 1 |" in md
     assert "- p.m:a@medium `seeded` 1.1000: cold start (no seeds); its search already rated its pick 10.0% behind" in md
+    assert "1 of 2 lost more after their search than in it" in md
+    assert "| p.m:a@medium | seeded | 1.1000 | 1.100 | 1.000 | in the search |" in md
+    assert "| p.m:a@small | seeded | 1.0800 | 1.000 | 1.080 | after the search |" in md
     assert ("- p.m:a@small `seeded` 1.0800: seeded from medium; its search rated its pick 0.0% ahead of lfbo's best "
             "(0.5 vs 0.5 ms, each search's clock), the fresh process 1.080x: the search's timings flattered its pick; "
             "1 knob from lfbo's config (b)") in md

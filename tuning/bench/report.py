@@ -79,6 +79,19 @@ def bar_lines(a: dict[str, Any]) -> list[str]:
                       f"{_f(p['geomean_latency_ratio'], 4)} | {_f(p['worst_latency_ratio'], 4)} | "
                       f"{len(p['cases_over_worst_bar'])} |" for kind, p in parts.items()]
     short = [row for row in a["rows"] if row.get("shortfall")]
+    parted = [row for row in short if row.get("shortfall_split")]
+    if parted:
+        after = sum(1 for row in parted if row["shortfall_split"]["mostly"] == "after the search")
+        lines += ["", f"Where each case over {BAR_WORST_LATENCY} lost its latency: the gap its search saw (its best reading "
+                  "over `lfbo`'s, each on its own search's clock) times what appeared only after the search (the rest of "
+                  f"the ratio, from the fresh process). {after} of {len(parted)} lost more after their search than in it: "
+                  "readings the fresh process did not confirm, which point at how the search times its candidates "
+                  "(re-timing its best readings, or timing on the fresh process's clock) more than at how widely it "
+                  "searches.", "",
+                  "| case | strategy | latency ratio | in the search | after the search | mostly |", "|---|---|---|---|---|---|"]
+        lines += [f"| {row['case']} | {row['strategy']} | {row['ratios']['latency_ratio']:.4f} | "
+                  f"{row['shortfall_split']['search_gap']:.3f} | {row['shortfall_split']['after_search']:.3f} | "
+                  f"{row['shortfall_split']['mostly']} |" for row in parted]
     if short:
         lines += ["", f"Cases over {BAR_WORST_LATENCY}, and what their records say:", ""]
         lines += [f"- {row['case']} `{row['strategy']}` {row['ratios']['latency_ratio']:.4f}: {row['shortfall']}"
