@@ -42,6 +42,7 @@ class FakeTune:
         self.seeds: list[tuple[dict[str, Any], ...]] = []  # context.seeds of each call
         self.interrupt_at: int | None = None
         self.tag = ""  # appended to non-lfbo configs: a rerun that picks another config
+        self.search_best_ms: dict[str, float] = {}  # shape name -> the search's best reading, where given
 
     def __call__(self, case: Case, name: str, budget: Any, device: str, dev_key: DeviceKey, context: Any) -> Any:
         self.calls.append((f"{case.kernel_id}@{case.spec.name}", name))
@@ -51,6 +52,8 @@ class FakeTune:
         lfbo = name == "lfbo"
         config = {"block_sizes": [64]} if lfbo else {"block_sizes": [32], "by": f"{name}@{case.spec.name}{self.tag}"}
         extra = {} if lfbo else {"seeds": len(context.seeds), "as_shipped": {"finalists": 3, "changed": True}}
+        if case.spec.name in self.search_best_ms:
+            extra["search_best_ms"] = self.search_best_ms[case.spec.name]
         return SimpleNamespace(config=config,
                                provenance={"configs_tested": 400 if lfbo else 50, "seconds": 100.0 if lfbo else 25.0,
                                            "ms": 1.0, "strategy": name, "budget": {"effort": "quick"},
@@ -201,6 +204,55 @@ def _rec(sec: float, cfgs: int, ms: float, config: dict[str, Any], **extra: Any)
     return {"source_hash": "h", "spec": "s", "budget": {}, "tuning_seconds": sec, "configs_tested": cfgs, "ms": ms,
             "config": config, "ref_ms": 2 * ms, "roofline": {"fraction": None, "reason": "cpu"},
             "trajectory": {"points": [[1, 3 * ms], [cfgs // 2, 1.5 * ms], [cfgs, ms]]}, **extra}
+
+
+def test_a_finish_that_would_not_act_keeps_a_record_as_todays_search(tmp_path: Path) -> None:
+    """Turning on seeded's small-kernel finish reruns only the cases it would act on (session 43).
+
+    The finish runs after an unchanged search and acts only where the search's best reads under its
+    threshold; a record over it is what the search with the finish makes, so neither the bench nor
+    the report may treat it as another search (that would rerun 26 of the H200 table's 36 rows).
+    """
+    import tuning.strategies.seeded as seeded_mod
+    from tuning.bench.same_search import same_search
+
+    store_path = tmp_path / "store.json"
+    cases = [_case("pkg.m:k", "small"), _case("pkg.m:k", "large")]
+    tune, measured = FakeTune(), []
+    tune.search_best_ms = {"small": 0.0074, "large": 0.2}
+
+    def bench() -> Store:
+        return run_bench(BenchOptions(tmp_path, {}, None, ["lfbo", "seeded"], store_path), log=lambda m: None,
+                         engine=_fake_engine(cases, tune, measured))
+
+    bench()
+    tune.calls.clear()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setitem(seeded_mod.SMALL_KERNEL_FINISH, "finalists", 8)
+        today = {"seeded": strategy_limits("seeded")}
+        # Before the rerun the report keeps the small case apart (the finish would act there), not the large one.
+        (run,) = summary_json(Store.load(store_path), today)["runs"]
+        assert run["strategies"]["seeded"]["cases"] == 1
+        assert run["strategies"]["seeded (other search: small_kernel_finish)"]["cases"] == 1
+        store = bench()
+        assert tune.calls == [("pkg.m:k@small", "seeded")]
+        (run,) = summary_json(store, today)["runs"]
+        assert run["strategies"]["seeded"]["cases"] == 2
+    # Turned off again, the record the finish made on the small case is another search; the large one is not.
+    tune.calls.clear()
+    bench()
+    assert tune.calls == [("pkg.m:k@small", "seeded")]
+
+    on = {**LIMITS["seeded"], "small_kernel_finish": {"finalists": 8, "below_ms": 0.025}}
+    wider = {**LIMITS["seeded"], "small_kernel_finish": {"finalists": 16, "below_ms": 0.025}}
+    off = LIMITS["seeded"]
+    assert same_search({"strategy_limits": off, "search_best_ms": 0.03}, on)
+    assert same_search({"strategy_limits": on, "search_best_ms": 0.025}, off)  # at the threshold: it does not act
+    assert same_search({"strategy_limits": on, "search_best_ms": 0.03}, wider)
+    assert not same_search({"strategy_limits": off, "search_best_ms": 0.0074}, on)
+    assert not same_search({"strategy_limits": off}, on)  # no reading to compare: another search
+    assert not same_search({"strategy_limits": {**off, "polish": {"max_neighbors": 24}}, "search_best_ms": 0.03}, on)
+    assert not same_search({"search_best_ms": 0.03}, off)  # limits not recorded
 
 
 LIMITS = {name: strategy_limits(name) for name in _REGISTRY}  # today's searches, as `kiln bench --report` passes them

@@ -24,6 +24,7 @@ from typing import Any
 
 from ..strategies.seeded import SMALL_KERNEL_BELOW_MS
 from . import BASELINE
+from .same_search import same_search
 from .seeding import BuildSeeds, build_earlier, seeded_as_now
 from .store import Store
 
@@ -125,8 +126,7 @@ def display_name(name: str, rec: dict[str, Any], limits: dict[str, Any] | None, 
     """
     if limits is None or name == BASELINE or name not in limits:
         return name
-    made = rec.get("strategy_limits")
-    differ = [] if made == limits[name] else limits_differ(made, limits[name])
+    differ = [] if same_search(rec, limits[name]) else limits_differ(rec.get("strategy_limits"), limits[name])
     if not (seeded_as_now(rec) if seeds_as_now is None else seeds_as_now):  # not a first build's seeds
         differ = sorted([*differ, "seeding"])
     return f"{name}{OTHER_SEARCH}: {', '.join(differ)})" if differ else name

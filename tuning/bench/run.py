@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from . import BASELINE, DEFAULT_STORE
+from .same_search import same_search
 from .seeding import SEEDING, BuildSeeds, build_earlier, seed_digest, seeded_as_now, seeds_match
 from .store import Store, case_label, run_key
 
@@ -344,14 +345,15 @@ def made_as_now(run: Mapping[str, Any], case: Any, strategy: str, limits: Mappin
                 earlier: Mapping[str, frozenset[str]] | None) -> bool:
     """Whether ``strategy``'s record of ``case`` came from the search a build runs today: these limits, a first build's seeds.
 
-    A record from before a change to the strategy's search (``strategy_limits``)
+    A record from before a change to the strategy's search (``strategy_limits``, read by
+    :func:`.same_search.same_search`, which lets a conditional finish that would not act pass)
     or whose seeds differ from what a build would hand it now
     (the rule, the earlier shapes, their configs: :func:`.seeding.seeds_match`,
     against :func:`own_seeds`) is rerun rather than reported, and never seeds a
     later shape.
     """
     record = run.get("cases", {}).get(case_label(case.kernel_id, case.spec.name), {}).get("strategies", {}).get(strategy)
-    if not record or record.get("strategy_limits") != limits:
+    if not record or not same_search(record, limits):
         return False
     return seeded_as_now(record) and seeds_match(record, own_seeds(run, case, strategy, limits, earlier))
 

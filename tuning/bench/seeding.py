@@ -28,6 +28,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from .same_search import same_search
+
 SEEDING = "first build: this strategy's own results at the kernel's other shapes, earlier in build order (no lock entries)"
 # The rule of sessions 10-22's records.
 LOCK_SEEDING = "build-order: lock entries at other shapes + this strategy's own results at other shapes"
@@ -121,7 +123,7 @@ class BuildSeeds:
                 continue
             rec = case.get("strategies", {}).get(strategy)
             if (rec and not rec.get("error") and rec.get("config") and rec.get("source_hash") == source_hash
-                    and (self.limits is None or rec.get("strategy_limits") == self.limits.get(strategy))
+                    and (self.limits is None or same_search(rec, self.limits.get(strategy)))
                     and self.as_now(other, strategy, rec)):
                 out[case["shape_name"]] = rec["config"]
         return out
