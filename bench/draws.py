@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.variant_summary import limit_changes, summarise  # noqa: E402
+from tuning.bench.same_search import same_search  # noqa: E402
 from tuning.bench.seeding import build_earlier, declared_labels  # noqa: E402
 from tuning.bench.compare import BAR_LATENCY_GEOMEAN, BAR_TIME_RATIO, BAR_WORST_LATENCY, geomean  # noqa: E402
 
@@ -86,13 +88,15 @@ def collect(summaries: list[dict[str, Any]], usual: dict[str, Any],
 
 
 def in_place_of_table(draws: dict[str, dict[str, list[dict[str, Any]]]], table_search: str,
-                      search: str) -> dict[str, Any] | None:
+                      search: str, unchanged: Callable[[str], bool] | None = None) -> dict[str, Any] | None:
     """The table's geomeans with ``search``'s draws (their mean where several) in place of ``table_search``'s rows.
 
     Every case keeps its table rows' mean where ``search`` has no draw of it, so the figure covers
     the table's cases; None when the table lacks a case's row (no common ground to compare on).
-    ``cases_not_drawn`` names those cases: what a search must still draw before it can be adopted
-    on all of them (session 40 planned ``td2``'s last 18 rows from it).
+    ``cases_not_drawn`` names those cases (session 40 planned ``td2``'s last 18 rows from it).
+    ``unchanged(case)``: whether ``search`` would run the table's search there (:func:`unchanged_by`);
+    those rows are its draws already, and ``cases_left_to_draw`` is what it must still draw before
+    it can be adopted on all of them.
     """
     rows_by_case: dict[str, list[dict[str, Any]]] = {}
     for case, by_search in draws.items():
@@ -101,8 +105,25 @@ def in_place_of_table(draws: dict[str, dict[str, list[dict[str, Any]]]], table_s
             return None
         rows_by_case[case] = rows
     not_drawn = sorted(case for case, by_search in draws.items() if search not in by_search)
+    same = [case for case in not_drawn if search != table_search and unchanged is not None and unchanged(case)]
     return {"cases": len(rows_by_case), "cases_from_this_search": len(rows_by_case) - len(not_drawn),
-            "cases_not_drawn": not_drawn, **_figures(rows_by_case)}
+            "cases_not_drawn": not_drawn, "cases_unchanged": same,
+            "cases_left_to_draw": [case for case in not_drawn if case not in same], **_figures(rows_by_case)}
+
+
+def unchanged_by(limits: dict[str, Any] | None, table_limits: dict[str, Any] | None,
+                 table_rows: dict[str, dict[str, Any]]) -> Callable[[str], bool]:
+    """Whether a search made under ``limits`` would run the table's search on a case (``table_rows``: the table's rows).
+
+    Why: a finish that acts only on some cases (``small_kernel_finish``, under 0.025 ms) leaves the
+    others' searches as they are (tuning/bench/same_search.py), so its draws on the cases it acts on
+    are all it needs before adoption: 10 of the H200 table's 36 (session 43).
+    """
+    def unchanged(case: str) -> bool:
+        row = table_rows.get(case)
+        return (row is not None and limits is not None
+                and same_search({"strategy_limits": table_limits, "search_best_ms": row.get("search_best_ms")}, limits))
+    return unchanged
 
 
 def _figures(rows_by_case: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
@@ -195,9 +216,12 @@ def main(argv: list[str] | None = None) -> int:
                  f"({', '.join(table['groups'])}); expected one")
     (table_search,) = table["groups"]
     left_out: list[dict[str, Any]] = []
-    draws = collect([table] + [summarise(p) for p in ns.stores], table["usual_budget"],
-                    build_earlier(declared_labels(ROOT, {})), left_out)
+    summaries = [table] + [summarise(p) for p in ns.stores]
+    draws = collect(summaries, table["usual_budget"], build_earlier(declared_labels(ROOT, {})), left_out)
     searches = sorted({s for by_search in draws.values() for s in by_search})
+    limits_of = {label.partition(BUDGET_MARK)[0]: group["limits"] for summary in summaries
+                 for label, group in summary["groups"].items()}
+    table_group = table["groups"][table_search]
     result = {"what": "each case's draws by search (same-process latency ratios, each draw once); each search's "
                       "draws, their mean where several, in place of the table's rows: computed from the stores, "
                       "not measured in one run",
@@ -205,7 +229,8 @@ def main(argv: list[str] | None = None) -> int:
               "bar": {"time_ratio_at_least": BAR_TIME_RATIO, "latency_geomean_at_most": BAR_LATENCY_GEOMEAN,
                       "worst_latency_at_most": BAR_WORST_LATENCY},
               "table": str(ns.table), "table_search": table_search, "stores": [str(p) for p in ns.stores],
-              "in_place_of_table": {s: in_place_of_table(draws, table_search, s) for s in searches},
+              "in_place_of_table": {s: in_place_of_table(draws, table_search, s, unchanged_by(
+                  limits_of.get(s), table_group["limits"], table_group["cases"])) for s in searches},
               "on_shared_rows": {s: on_shared_rows(draws, table_search, s) for s in searches if s != table_search},
               "best_of_two": {s: best_of_two(draws, table_search, s) for s in searches if s != table_search},
               "spreads": spreads(draws), "draws": draws,
@@ -221,7 +246,8 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.write(text)
     for s, fig in result["in_place_of_table"].items():
         if fig:
-            print(f"{s}: {fig['cases_from_this_search']} of {fig['cases']} cases drawn; time {fig['geomean_time_ratio']}x, "
+            print(f"{s}: {fig['cases_from_this_search']} of {fig['cases']} cases drawn, {len(fig['cases_unchanged'])} "
+                  f"unchanged by it, {len(fig['cases_left_to_draw'])} left to draw; time {fig['geomean_time_ratio']}x, "
                   f"latency {fig['geomean_latency_ratio']}, worst {fig['worst_latency_ratio']}, "
                   f"{len(fig['cases_over_worst_bar'])} over {BAR_WORST_LATENCY}", file=sys.stderr)
     for s, groups in result["on_shared_rows"].items():

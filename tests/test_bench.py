@@ -1436,6 +1436,43 @@ def test_draws_counts_each_draw_once_and_puts_a_search_in_the_table_on_the_mean_
         ((1.10 ** 0.5) * 1.02) ** 0.5, abs=1e-4)
 
 
+def test_draws_count_the_rows_a_conditional_finish_leaves_unchanged_as_drawn(tmp_path: Path) -> None:
+    """bench/draws.py: a small-kernel-finish trial drawn on the rows it acts on has nothing left to draw.
+
+    The finish acts only where the search's best reads under its threshold; elsewhere the trial's
+    search is the table's (tuning/bench/same_search.py), so those rows need no draw of their own.
+    """
+    import copy
+
+    from bench.draws import main as draws_main
+
+    lf = {"b": [64]}
+    finish = {**LIMITS["seeded"], "small_kernel_finish": {"finalists": 8, "below_ms": 0.025}}
+
+    def seeded(ms: float, best: float, limits: dict[str, Any]) -> dict[str, Any]:
+        return {**_rec(50, 80, ms, {"b": [32]}, vs_lfbo={"lfbo_config": lf, "lfbo_ms": 1.0, "ms": ms},
+                       strategy_limits=limits, finished_at=f"t{ms}", search_best_ms=best),
+                "budget": {"effort": "quick", "seconds": 900, "seed": 0}}
+
+    table = {"p.m:a@medium": {"lfbo": _rec(400, 500, 1.0, lf), "seeded": seeded(1.00, 0.05, LIMITS["seeded"])},
+             "p.m:a@small": {"lfbo": _rec(400, 500, 1.0, lf), "seeded": seeded(1.11, 0.0074, LIMITS["seeded"])},
+             "p.m:b@small": {"lfbo": _rec(400, 500, 1.0, lf), "seeded": seeded(1.02, 0.0081, LIMITS["seeded"])}}
+    _store_of(table, tmp_path / "store.json").save()
+    trial = copy.deepcopy(table)
+    trial["p.m:a@small"]["seeded"] = seeded(1.01, 0.0075, finish)  # drawn where it acts; b@small not yet
+    _store_of(trial, tmp_path / "var_skf8.json").save()
+
+    out = tmp_path / "draws.json"
+    assert draws_main(["--table", str(tmp_path / "store.json"), str(tmp_path / "var_skf8.json"), "--out", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    (trial_search,) = set(doc["in_place_of_table"]) - {doc["table_search"]}
+    fig = doc["in_place_of_table"][trial_search]
+    assert fig["cases_not_drawn"] == ["p.m:a@medium", "p.m:b@small"]
+    assert fig["cases_unchanged"] == ["p.m:a@medium"]  # its search read 0.05 ms: the finish would not act
+    assert fig["cases_left_to_draw"] == ["p.m:b@small"]  # 0.0081 ms: it would, so it must be drawn
+    assert doc["in_place_of_table"][doc["table_search"]]["cases_unchanged"] == []
+
+
 def test_draws_leave_out_a_draw_seeded_otherwise_than_a_first_build() -> None:
     """Session 39: a call on a fresh machine lost its trial store, so grouped GEMM small ran cold and large
     from small alone; draws.py must not count them as the variant's draws of those rows."""
