@@ -105,7 +105,7 @@ def in_place_of_table(draws: dict[str, dict[str, list[dict[str, Any]]]], table_s
             return None
         rows_by_case[case] = rows
     not_drawn = sorted(case for case, by_search in draws.items() if search not in by_search)
-    same = [case for case in not_drawn if search != table_search and unchanged is not None and unchanged(case)]
+    same = [] if unchanged is None else [case for case in not_drawn if unchanged(case)]
     return {"cases": len(rows_by_case), "cases_from_this_search": len(rows_by_case) - len(not_drawn),
             "cases_not_drawn": not_drawn, "cases_unchanged": same,
             "cases_left_to_draw": [case for case in not_drawn if case not in same], **_figures(rows_by_case)}
