@@ -172,15 +172,27 @@ def shortfall_why(rec: dict[str, Any], base: dict[str, Any], ratio: float) -> st
     return _where_it_showed(rec, base, ratio, start) + config_gap(rec.get("config"), base.get("config"))
 
 
-def _where_it_showed(rec: dict[str, Any], base: dict[str, Any], ratio: float, start: str) -> str:
-    """``shortfall_why`` without the config gap: did the search see the gap, or only the fresh process?"""
+def _unpaired_readings(rec: dict[str, Any], base: dict[str, Any]) -> str | None:
+    """Why the two searches' best readings cannot be set against each other, or None when they can.
+
+    One rule for every reader of the in-search gap, so the report's prose and its split table never
+    disagree on which rows they speak about.
+    """
     mine, theirs = rec.get("search_best_ms"), base.get("search_best_ms")
     if not (mine and theirs):
-        return f"{start}; no in-search timing recorded"
+        return "no in-search timing recorded"
     clock, base_clock = _search_clock(rec), _search_clock(base)
     if clock != base_clock:
-        return (f"{start}; its search and lfbo's timed on different clocks ({mine:.4g} vs {theirs:.4g} ms: "
-                f"{clock} against {base_clock}), so only the fresh process compares: {ratio:.3f}x")
+        return (f"its search and lfbo's timed on different clocks ({mine:.4g} vs {theirs:.4g} ms: "
+                f"{clock} against {base_clock})")
+    return None
+
+
+def _where_it_showed(rec: dict[str, Any], base: dict[str, Any], ratio: float, start: str) -> str:
+    """``shortfall_why`` without the config gap: did the search see the gap, or only the fresh process?"""
+    if unpaired := _unpaired_readings(rec, base):
+        return f"{start}; {unpaired}, so only the fresh process compares: {ratio:.3f}x"
+    mine, theirs = rec["search_best_ms"], base["search_best_ms"]
     seen = mine / theirs
     if seen <= 1.02:
         # Session 28's rms_norm@small: 0.9% behind on Helion's clock (0.0075 ms), 12.4% in the fresh process.
@@ -208,10 +220,9 @@ def shortfall_split(rec: dict[str, Any], base: dict[str, Any], ratio: float) -> 
     the search, 1.392 after).  None where the two searches timed on different clocks or a reading
     is missing: then only the fresh process compares.
     """
-    mine, theirs = rec.get("search_best_ms"), base.get("search_best_ms")
-    if not (mine and theirs) or _search_clock(rec) != _search_clock(base):
+    if _unpaired_readings(rec, base):
         return None
-    gap = mine / theirs
+    gap = rec["search_best_ms"] / base["search_best_ms"]
     after = ratio / gap
     return {"search_gap": round(gap, 4), "after_search": round(after, 4),
             "mostly": "after the search" if after > gap else "in the search"}

@@ -563,18 +563,11 @@ class SeededStrategy:
             outcome.extra["seed_variants"] = len(variants) - given
         if transfer := placed.provenance():
             outcome.extra["seed_transfer"] = transfer
-        if finish:
-            outcome.extra["fast_finish"] = finish
-        if polish:
-            outcome.extra["polish"] = polish
-        if first:
-            outcome.extra["first_population"] = first
-        if stop:
-            outcome.extra["search_stop"] = stop
-        if check:
-            outcome.extra["seed_check"] = check
-        if warm:
-            outcome.extra["warm_worker"] = warm  # how many worker starts took the spare
+        # What each optional step did, under the key the store and the report read; a step that did
+        # nothing leaves no key, so a record shows only the steps that shaped it.
+        steps = {"fast_finish": finish, "polish": polish, "first_population": first, "search_stop": stop,
+                 "seed_check": check, "warm_worker": warm}  # warm_worker: how many worker starts took the spare
+        outcome.extra.update({key: value for key, value in steps.items() if value})
         outcome.extra.update(clock)
         outcome.extra.update(verify)
         return outcome
