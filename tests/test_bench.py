@@ -684,8 +684,11 @@ def test_kiln_bench_end_to_end_on_tinypkg(tinypkg: Path) -> None:
     assert recs["seeded"]["vs_lfbo"]["lfbo_config"] == recs["lfbo"]["config"] and recs["seeded"]["vs_lfbo"]["lfbo_ms"] > 0
     assert recs["lfbo"]["budget"]["effort"] == "quick" and recs["lfbo"]["budget"]["initial_population"] == 2
 
-    again = run(cmd, tinypkg, env, timeout=120)
+    # Asked for the LLM strategies too, with no LLM configured: they are named as skipped, and why.
+    with_llm = [*cmd[:cmd.index("lfbo,seeded")], "lfbo,seeded,hybrid,llm", *cmd[cmd.index("lfbo,seeded") + 1:]]
+    again = run(with_llm, tinypkg, env, timeout=120)
     assert "2 reused" in again.stderr and "0 to run" in again.stderr
+    assert "skipping hybrid, llm: no LLM configured (set llm_model)" in again.stderr
     assert json.loads(store_path.read_text()) == doc
 
     # --to-lock: the stored config goes into kiln.lock under the engine's own shape key, and the plan then

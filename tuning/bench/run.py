@@ -175,6 +175,7 @@ def _log(msg: str) -> None:
 def run_bench(opts: BenchOptions, log: Callable[[str], None] = _log, engine: Engine | None = None) -> Store:
     from tuning.errors import KilnError
     from tuning.strategies import _REGISTRY, Budget, strategy_limits
+    from tuning.strategies.base import NO_LLM
 
     engine = engine or real_engine(opts.warm_judge)
     prep = engine.prepare(opts.project, opts.config_settings)
@@ -187,7 +188,7 @@ def run_bench(opts: BenchOptions, log: Callable[[str], None] = _log, engine: Eng
     if bad:
         raise KilnError(f"unknown strategy {', '.join(bad)}; valid: {', '.join(_REGISTRY)}")
     if llm is None and (skipped := [s for s in strategies if s in LLM_STRATEGIES]):
-        log(f"skipping {', '.join(skipped)}: no LLM configured (set llm_model)")
+        log(f"skipping {', '.join(skipped)}: {NO_LLM}")
         strategies = [s for s in strategies if s not in LLM_STRATEGIES]
     strategies.sort(key=lambda s: s != BASELINE)  # the baseline first: others are re-measured against it
 

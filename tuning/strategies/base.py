@@ -37,6 +37,10 @@ class TuneOutcome:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+# What a build or a bench says when an LLM strategy is asked for and no LLM is configured.
+NO_LLM = "no LLM configured (set llm_model)"
+
+
 @dataclass(frozen=True)
 class LlmSettings:
     """How to reach the LLM.  The API key is never here: litellm reads it from the environment."""

@@ -32,7 +32,7 @@ from ..llm.answers import sanitize
 from ..llm.log import LlmLog
 from ..llm.prompting import withhold_source
 from ..llm.transport import LlmUnavailable, complete
-from .base import Budget, LlmSettings, TuneContext, TuneOutcome
+from .base import NO_LLM, Budget, LlmSettings, TuneContext, TuneOutcome
 from .lfbo import apply_budget_settings, cap_configs, run_search, search_kwargs
 
 
@@ -291,18 +291,29 @@ def _run_or_fall_back(search: Any, max_configs: int | None, bound_kernel: Any, a
     return outcome
 
 
+def _open_session(bound_kernel: Any, budget: Budget, context: TuneContext) -> LlmSession | None:
+    """The LLM session a strategy asks through, with the budget applied; None when no LLM is configured.
+
+    Both LLM strategies start the same way, so a build without ``llm_model`` falls back on the
+    same words whichever of them it asked for.
+    """
+    if context.llm is None:
+        return None
+    session = LlmSession(context.llm, context)
+    apply_budget_settings(bound_kernel, budget)
+    return session
+
+
 class LlmStrategy:
     name = "llm"
 
     def tune(self, bound_kernel: Any, args: Sequence[object], budget: Budget, context: TuneContext) -> TuneOutcome:
-        if context.llm is None:
-            return fall_back(bound_kernel, args, budget, context, "no LLM configured (set llm_model)")
+        if (session := _open_session(bound_kernel, budget, context)) is None:
+            return fall_back(bound_kernel, args, budget, context, NO_LLM)
         from helion.autotuner.llm_search import LLMGuidedSearch
 
         guided, _ = _search_classes()
-        settings = context.llm
-        session = LlmSession(settings, context)
-        apply_budget_settings(bound_kernel, budget)
+        settings = session.settings
         kwargs = search_kwargs(LLMGuidedSearch, bound_kernel, budget)
         kwargs.update(
             provider=None, model=settings.model, configs_per_round=settings.configs_per_round,
@@ -329,17 +340,15 @@ class HybridStrategy:
     limits = staticmethod(_hybrid_limits)
 
     def tune(self, bound_kernel: Any, args: Sequence[object], budget: Budget, context: TuneContext) -> TuneOutcome:
-        if context.llm is None:
-            return fall_back(bound_kernel, args, budget, context, "no LLM configured (set llm_model)")
+        if (session := _open_session(bound_kernel, budget, context)) is None:
+            return fall_back(bound_kernel, args, budget, context, NO_LLM)
         import helion
         from helion.autotuner import LFBOTreeSearch
 
         from .seeded import WITH_SEEDS, reduced_limits
 
         _, hybrid = _search_classes()
-        settings = context.llm
-        session = LlmSession(settings, context)
-        apply_budget_settings(bound_kernel, budget)
+        settings = session.settings
         # Stage 2 is bounded: the LLM's best (and any known config) replaces exploration.
         second = search_kwargs(LFBOTreeSearch, bound_kernel, budget)
         second.update(reduced_limits(budget, WITH_SEEDS))
@@ -355,14 +364,11 @@ class HybridStrategy:
         if "fallback" in outcome.extra:
             return outcome
         outcome.extra["seeds"] = len(seeds)
-        if search.kiln_seed_variants:
-            outcome.extra["seed_variants"] = search.kiln_seed_variants
-        if search.kiln_seed_transfer:
-            outcome.extra["seed_transfer"] = search.kiln_seed_transfer
-        if search.kiln_fast_finish:
-            outcome.extra["fast_finish"] = search.kiln_fast_finish
-        if warm := search.kiln_warm_counts():
-            outcome.extra["warm_worker"] = warm  # how many worker starts (of both stages) took the spare
+        # As seeded records them: only the steps that acted leave a key.
+        steps = {"seed_variants": search.kiln_seed_variants, "seed_transfer": search.kiln_seed_transfer,
+                 "fast_finish": search.kiln_fast_finish,
+                 "warm_worker": search.kiln_warm_counts()}  # how many worker starts (of both stages) took the spare
+        outcome.extra.update({key: value for key, value in steps.items() if value})
         breakdown = getattr(search, "hybrid_stage_breakdown", None) or {}
         if "llm_seed_configs_tested" in breakdown:
             outcome.extra["llm"]["configs_tested"] = breakdown["llm_seed_configs_tested"]
