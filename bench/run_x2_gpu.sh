@@ -44,6 +44,10 @@
 #                    both draws re-timed in one process (bench/probes/lfbo_spread.py -> lfbo_spread.json);
 #                    SPREAD_SECONDS (default 900, the table's) caps the draw's search, so a draw that would outrun
 #                    a 600 s call ends at its cap with a result (flagged capped) instead of being killed and lost
+#   judge-repeat [s]: each of CASES' stored seeded/lfbo pairs paired again in REPEATS (default 3) fresh judge
+#                    processes, the order alternating (bench/probes/judge_repeat.py -> judge_repeat.json, rewritten
+#                    after every pairing, so a call cut at s seconds, default 540, keeps what it finished): how far
+#                    one pairing, the bar's reading of a row, moves when made again. No tuning.
 #   fix-trial [s]  : `table` with seeded's fix candidates first (#5, after session 11): GPU0 runs VARIANTS_A
 #                    (default: as-shipped last choice; two search paths), GPU1 the search_path_gap probe then
 #                    VARIANTS_B (default: a wider search), each GPU then its table shard; returns at once
@@ -226,6 +230,14 @@ lfbo-spread)
     -C "seed=${SPREAD_SEED:-1}" --store "$R/spread.json" > "$R/spread.log" 2>&1; echo "lfbo-spread bench rc=$?"
   python3 bench/probes/lfbo_spread.py --other "$R/spread.json" --cases "$cases" --out "$R/lfbo_spread.json" >> "$R/spread.log" 2>&1
   echo "lfbo-spread probe rc=$?"; cp "$R/spread.json" "$R/spread.log" "$R/lfbo_spread.json" "$OUT/" 2>/dev/null || true ;;
+judge-repeat)
+  # default: the table's 8 rows over 1.05, and the two pairs already read on both sides of it
+  # (bench/results/judge_repeats.json: softmax large 1.050/1.051/1.020, grouped GEMM medium)
+  over=attention:attention@small,attention:attention_causal@large,attention:attention_causal@medium,fp8_attention:fp8_attention@small,fp8_attention:fp8_attention@large,gdn_fwd_h:gdn_fwd_h@large,mamba2_chunk_scan:mamba2_chunk_scan@small,rms_norm:rms_norm@small,softmax:softmax@large,grouped_gemm:grouped_gemm@medium
+  cases=${CASES:-$(echo "$over" | sed 's/\([^,]*\)/model_kernels.\1/g')}
+  timeout -s INT "${1:-540}" python3 bench/probes/judge_repeat.py --cases "$cases" --repeats "${REPEATS:-3}" \
+    --out "$R/judge_repeat.json" > "$R/judge_repeat.log" 2>&1; echo "judge-repeat rc=$?"
+  cp "$R/judge_repeat.json" "$R/judge_repeat.log" "$OUT/" 2>/dev/null || true ;;
 fix-trial)
   export VARIANTS_A=${VARIANTS_A:-"shipped=as_shipped.finalists=6|copies2=with_seeds.copies=2,compiler_seeds_only.copies=2"}
   export VARIANTS_B=${VARIANTS_B:-"wide=with_seeds.copies=2,with_seeds.initial_population=24,with_seeds.max_generations=5,compiler_seeds_only.copies=2,compiler_seeds_only.initial_population=30,compiler_seeds_only.max_generations=5"}

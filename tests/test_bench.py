@@ -393,12 +393,14 @@ def test_report_keeps_an_earlier_search_apart_and_says_why_a_case_misses_the_bar
     older = {**LIMITS["seeded"], "with_seeds": {**LIMITS["seeded"]["with_seeds"], "polish_rounds": 2}}
     cases = {
         # today's seeded, 1.10x in the same process; its search saw its pick 10% behind lfbo's best
-        "p.m:a@medium": {"lfbo": _rec(400, 500, 1.0, lf, search_best_ms=0.9),
-                         "seeded": _rec(50, 80, 1.1, {"b": [32]}, search_best_ms=0.99, seeded_from_shapes=[],
+        # (right after each search, its own tuning process read the two picks 1.1x apart too)
+        "p.m:a@medium": {"lfbo": _rec(400, 500, 1.0, lf, search_best_ms=0.9, tune_ms=1.0),
+                         "seeded": _rec(50, 80, 1.1, {"b": [32]}, search_best_ms=0.99, seeded_from_shapes=[], tune_ms=1.1,
                                         vs_lfbo={"lfbo_config": lf, "lfbo_ms": 1.0, "ms": 1.1}, **NOW)},
         # today's seeded, 1.08x, though its search rated it level with lfbo's (a flattering clock)
-        "p.m:a@small": {"lfbo": _rec(300, 400, 1.0, lf, search_best_ms=0.5),
-                        "seeded": _rec(60, 90, 1.08, {"b": [16]}, search_best_ms=0.5, seeded_from_shapes=["medium"],
+        # (and the tuning processes read the two picks only 1.02x apart: nearer than the pairing)
+        "p.m:a@small": {"lfbo": _rec(300, 400, 1.0, lf, search_best_ms=0.5, tune_ms=1.0),
+                        "seeded": _rec(60, 90, 1.08, {"b": [16]}, search_best_ms=0.5, seeded_from_shapes=["medium"], tune_ms=1.02,
                                        vs_lfbo={"lfbo_config": lf, "lfbo_ms": 1.0, "ms": 1.08}, **NOW)},
         # an earlier seeded search (other limits) and one from before limits were recorded: both kept apart
         "p.m:b@small": {"lfbo": _rec(300, 400, 1.0, lf), "seeded": _rec(30, 40, 1.0, {"b": [8]}, strategy_limits=older,
@@ -425,9 +427,9 @@ def test_report_keeps_an_earlier_search_apart_and_says_why_a_case_misses_the_bar
     # Each case over the bar split into the gap its search saw and what appeared only after it.
     assert s["seeded"]["over_worst_bar_split"] == [
         {"case": "p.m:a@medium", "latency_ratio": pytest.approx(1.1), "search_gap": 1.1, "after_search": 1.0,
-         "mostly": "in the search"},
+         "mostly": "in the search", "right_after_search": 1.1},
         {"case": "p.m:a@small", "latency_ratio": pytest.approx(1.08), "search_gap": 1.0, "after_search": 1.08,
-         "mostly": "after the search"}]
+         "mostly": "after the search", "right_after_search": 1.02}]
     assert s["seeded (other search: with_seeds)"]["worst_latency_ratio"] == pytest.approx(1.0)
     # Split by how each search started: the cold first shapes apart from the shapes seeded from them.
     cold, seeded = s["seeded"]["by_seeds"]["cold"], s["seeded"]["by_seeds"]["seeded"]
@@ -439,8 +441,9 @@ def test_report_keeps_an_earlier_search_apart_and_says_why_a_case_misses_the_bar
     assert "| seeded | cold | 3 | 3.17 | 1.0323 | 1.1000 | 1 |" in md and "| seeded | seeded | 1 | 5.00 | 1.0800 | 1.0800 | 1 |" in md
     assert "- p.m:a@medium `seeded` 1.1000: cold start (no seeds); its search already rated its pick 10.0% behind" in md
     assert "1 of 2 lost more after their search than in it" in md
-    assert "| p.m:a@medium | seeded | 1.1000 | 1.100 | 1.000 | in the search |" in md
-    assert "| p.m:a@small | seeded | 1.0800 | 1.000 | 1.080 | after the search |" in md
+    assert "| p.m:a@medium | seeded | 1.1000 | 1.100 | 1.000 | in the search | 1.100 |" in md
+    assert "| p.m:a@small | seeded | 1.0800 | 1.000 | 1.080 | after the search | 1.020 |" in md
+    assert "1 of 2 are over 1.05 there too" in md and "On p.m:a@small (1.020) the two picks' own readings were nearer" in md
     assert ("- p.m:a@small `seeded` 1.0800: seeded from medium; its search rated its pick 0.0% ahead of lfbo's best "
             "(0.5 vs 0.5 ms, each search's clock), the fresh process 1.080x: the search's timings flattered its pick; "
             "1 knob from lfbo's config (b)") in md
@@ -689,6 +692,17 @@ def test_kiln_bench_end_to_end_on_tinypkg(tinypkg: Path) -> None:
     again = run(with_llm, tinypkg, env, timeout=120)
     assert "2 reused" in again.stderr and "0 to run" in again.stderr
     assert "skipping hybrid, llm: no LLM configured (set llm_model)" in again.stderr
+
+    # bench/probes/judge_repeat.py pairs the stored row again in real judge processes, one per pairing.
+    probe = [sys.executable, str(Path(__file__).resolve().parents[1] / "bench/probes/judge_repeat.py"), "--cases",
+             "tinypkg.ops:add@small", "--store", str(store_path), "--project", ".", "--device", "cpu", "--repeats", "2",
+             "--rounds", "2", "--out", str(tinypkg / "judge_repeat.json")]
+    run(probe, tinypkg, env, timeout=240)
+    (row,) = json.loads((tinypkg / "judge_repeat.json").read_text())["rows"]
+    assert [r["first"] for r in row["readings"]] == ["seeded", "lfbo"] and all(r["ratio"] > 0 for r in row["readings"])
+    assert len({r["pid"] for r in row["readings"]} | {os.getpid()}) == 3  # each pairing in its own fresh process
+    assert row["stored"]["paired"] == round(recs["seeded"]["vs_lfbo"]["ms"] / recs["seeded"]["vs_lfbo"]["lfbo_ms"], 4)
+    assert row["spread"]["pairings"] == 3
     assert json.loads(store_path.read_text()) == doc
 
     # --to-lock: the stored config goes into kiln.lock under the engine's own shape key, and the plan then
@@ -1325,6 +1339,60 @@ def test_crash_bisect_spawns_its_trials_when_the_parent_touched_the_cuda_driver(
     assert crash_bisect.start_method() == "spawn"
     result = crash_bisect.run_trial("model_kernels.nope:nope@medium", {}, "spawn")
     assert not result["ok"] and "no declared case 'model_kernels.nope:nope@medium'" in result["error"]
+
+
+def test_judge_repeat_collects_pairings_made_more_than_once_and_pairs_a_stored_row_again(tmp_path: Path) -> None:
+    """bench/probes/judge_repeat.py: how far one pairing (the bar's reading of a row) moves when made again."""
+    from bench.probes.judge_repeat import from_stores, main, repeat, stored_pair
+
+    lf, mine = {"b": [64]}, {"b": [32]}
+
+    def store(ms: float, lfbo_ms: float, finished: str, **extra: Any) -> dict[str, Any]:
+        rec = {"config": mine, "finished_at": finished, "tune_ms": 1.02,
+               "vs_lfbo": {"lfbo_config": lf, "ms": ms, "lfbo_ms": lfbo_ms}, **extra}
+        return {"runs": {"H200|x": {"cases": {"p.m:k@s": {"strategies": {"lfbo": {"config": lf, "tune_ms": 1.0},
+                                                                         "seeded": rec}}}}}}
+
+    first, copied, again = store(1.06, 1.0, "t0"), store(1.06, 1.0, "t0"), store(1.04, 1.0, "t1")
+    lone = {"runs": {"H200|x": {"cases": {"p.m:j@s": store(1.2, 1.0, "t2")["runs"]["H200|x"]["cases"]["p.m:k@s"]}}}}
+    (row,) = from_stores([("a.json", first), ("trial.json", copied), ("b.json", again), ("c.json", lone),
+                          ("probe.json", {"rows": []})])
+    # the copy in the trial store is the same measurement, kept once; a pair paired only once is no row
+    assert [r["ratio"] for r in row["readings"]] == [1.06, 1.04] and row["case"] == "p.m:k@s"
+    assert row["spread"] == {"pairings": 2, "min": 1.04, "median": 1.05, "max": 1.06, "max_over_min": 1.0192,
+                             "over_bar": 1, "both_sides_of_bar": True}
+    out = tmp_path / "repeats.json"
+    for name, doc in (("a.json", first), ("b.json", again), ("junk.json", None)):
+        (tmp_path / name).write_text("not json" if doc is None else json.dumps(doc))
+    assert main(["--from-stores", *(str(tmp_path / n) for n in ("a.json", "b.json", "junk.json")), "--out", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["pairs"] == 1 and doc["worst_max_over_min"] == 1.0192 and doc["rows_on_both_sides_of_bar"] == ["p.m:k@s"]
+
+    # On the GPU: the stored pair paired again, each time in its own judge process, the order alternating.
+    asked: list[dict[str, Any]] = []
+
+    def measure(request: dict[str, Any], timeout: float) -> dict[str, Any]:
+        asked.append(request)
+        if len(asked) == 3:
+            return {"error": "measurement process failed (1): boom"}
+        slow = 1.07 if next(iter(request["configs"])) == "seeded" else 1.03
+        return {"ms": {"seeded": slow, "lfbo": 1.0}, "pid": len(asked), "judge": {"spare": True}}
+
+    rows = [stored_pair(first, "p.m:k@s", "seeded"), stored_pair(first, "p.m:k@q", "seeded"),
+            stored_pair(store(1.06, 1.0, "t0", vs_lfbo={}), "p.m:k@s", "seeded")]
+    saves: list[int] = []
+    repeat(rows, measure, Path("/proj"), "cuda", 4, 5, lambda: saves.append(1))
+    ok, missing, unpaired = rows
+    assert missing["error"] == "no seeded record of this case in --store"
+    assert "no same-process pairing" in unpaired["error"]
+    assert ok["stored"] == {"paired": 1.06, "right_after_search": 1.02}
+    assert [list(r["configs"]) for r in asked] == [["seeded", "lfbo"], ["lfbo", "seeded"]] * 2
+    assert all(r["rounds"] == 5 and (r["kernel_id"], r["shape_name"]) == ("p.m:k", "s") for r in asked)
+    assert [r.get("ratio") for r in ok["readings"]] == [1.07, 1.03, None, 1.03]
+    assert "boom" in ok["readings"][2]["error"] and len(saves) == 4  # saved after every pairing, failed ones too
+    # the stored pairing counts as one of the spread's; the order effect shows as a median per first config
+    assert ok["spread"]["pairings"] == 4 and ok["spread"]["max_over_min"] == pytest.approx(1.07 / 1.03, abs=1e-4)
+    assert ok["spread"]["median_by_first"] == {"lfbo": 1.03, "seeded": 1.07} and ok["spread"]["both_sides_of_bar"]
 
 
 def test_lfbo_spread_re_times_two_lfbo_draws_in_one_process_and_refuses_draws_it_cannot_compare() -> None:

@@ -202,6 +202,17 @@ def test_lfbo_spread_draws_lfbo_again_into_a_copy_of_the_store_then_compares(tmp
     assert (res / "limits").read_text().split() == ["60"]
 
 
+def test_judge_repeat_pairs_the_rows_over_the_bar_again_without_tuning(tmp_path: Path) -> None:
+    proc, res, out = _run(tmp_path, 1, "judge-repeat", "300", REPEATS="2")
+    assert proc.returncode == 0, proc.stderr
+    (probe,) = (res / "calls").read_text().splitlines()  # no `kiln bench`: nothing is tuned
+    assert "bench/probes/judge_repeat.py --cases model_kernels.attention:attention@small," in probe
+    assert "model_kernels.gdn_fwd_h:gdn_fwd_h@large," in probe and "--repeats 2" in probe
+    cases = probe.split("--cases ")[1].split()[0].split(",")
+    assert len(cases) == 10 and all(c.startswith("model_kernels.") for c in cases)
+    assert (res / "limits").read_text().split() == ["300"]
+
+
 def test_post_a_runs_after_the_table_and_a_wait_brings_its_trial_back(tmp_path: Path) -> None:
     """POST_A (a seeded variant trial) runs after the table's bench, so it never delays a missing row;
     its store and log come back at every tick of the wait, as the table's do (a call cut by the device

@@ -219,13 +219,22 @@ def shortfall_split(rec: dict[str, Any], base: dict[str, Any], ratio: float) -> 
     6 of the 8 rows over 1.05 lost more after their search than in it (attention small: 1.141 in
     the search, 1.392 after).  None where the two searches timed on different clocks or a reading
     is missing: then only the fresh process compares.
+
+    ``right_after_search`` is a third reading of the same two picks: each timed on the judge's clock
+    in its own tuning process right after its search (``tune_ms``).  Where it agrees with the
+    paired ratio, the loss was there as soon as the search ended, and a finish that re-times the
+    finalists in the tuning process would see it; where it reads well under the paired ratio
+    (gdn large: 1.035 against 1.086), the one paired process read the two picks further apart
+    than their own processes did, which is a question about how far one pairing moves.
     """
     if _unpaired_readings(rec, base):
         return None
     gap = rec["search_best_ms"] / base["search_best_ms"]
     after = ratio / gap
+    mine, theirs = rec.get("tune_ms"), base.get("tune_ms")
     return {"search_gap": round(gap, 4), "after_search": round(after, 4),
-            "mostly": "after the search" if after > gap else "in the search"}
+            "mostly": "after the search" if after > gap else "in the search",
+            "right_after_search": round(mine / theirs, 4) if mine and theirs else None}
 
 
 def _small_kernel_remark(search_best_ms: float) -> str:
