@@ -178,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
                 continue  # not JSON we can read: not a store
         rows = from_stores(docs)
         doc = _document(rows, "pairs the bench paired in more than one fresh process, from its stores (no new GPU run)",
-                        stores_read=len(docs))
+                        stores_read=sum(isinstance(d, dict) and isinstance(d.get("runs"), dict) for _, d in docs))
         ns.out.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
         print(f"{doc['pairs']} pairs paired more than once; max/min: median {doc['median_max_over_min']}, "
               f"worst {doc['worst_max_over_min']}", file=sys.stderr)
