@@ -21,7 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -112,17 +112,26 @@ def in_place_of_table(draws: dict[str, dict[str, list[dict[str, Any]]]], table_s
 
 
 def unchanged_by(limits: dict[str, Any] | None, table_limits: dict[str, Any] | None,
-                 table_rows: dict[str, dict[str, Any]]) -> Callable[[str], bool]:
+                 table_rows: dict[str, dict[str, Any]],
+                 earlier: Mapping[str, Iterable[str]] | None = None) -> Callable[[str], bool]:
     """Whether a search made under ``limits`` would run the table's search on a case (``table_rows``: the table's rows).
 
     Why: a finish that acts only on some cases (``small_kernel_finish``, under 0.025 ms) leaves the
     others' searches as they are (tuning/bench/same_search.py), so its draws on the cases it acts on
-    are all it needs before adoption: 10 of the H200 table's 36 (session 43).
+    are all it needs before adoption, except that a first build seeds each case from the kernel's
+    shapes tuned before it (``earlier``: case -> those shape names, from the build order).  A case
+    is unchanged only if every shape it is seeded from is unchanged too: where the finish moves a
+    small shape's pick, the large shape seeded from it starts elsewhere and must be drawn.  Session
+    44 found this the hard way: the finish drawn on its 10 small rows left their 10 large rows
+    seeded from other picks (`kiln bench --report` grouped them as "other search: seeding").
     """
     def unchanged(case: str) -> bool:
         row = table_rows.get(case)
-        return (row is not None and limits is not None
-                and same_search({"strategy_limits": table_limits, "search_best_ms": row.get("search_best_ms")}, limits))
+        if row is None or limits is None or not same_search(
+                {"strategy_limits": table_limits, "search_best_ms": row.get("search_best_ms")}, limits):
+            return False
+        kernel = case.rpartition("@")[0]
+        return all(unchanged(f"{kernel}@{shape}") for shape in (earlier or {}).get(case, ()))
     return unchanged
 
 
@@ -217,7 +226,8 @@ def main(argv: list[str] | None = None) -> int:
     (table_search,) = table["groups"]
     left_out: list[dict[str, Any]] = []
     summaries = [table] + [summarise(p) for p in ns.stores]
-    draws = collect(summaries, table["usual_budget"], build_earlier(declared_labels(ROOT, {})), left_out)
+    earlier = build_earlier(declared_labels(ROOT, {}))
+    draws = collect(summaries, table["usual_budget"], earlier, left_out)
     searches = sorted({s for by_search in draws.values() for s in by_search})
     limits_of = {label.partition(BUDGET_MARK)[0]: group["limits"] for summary in summaries
                  for label, group in summary["groups"].items()}
@@ -230,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
                       "worst_latency_at_most": BAR_WORST_LATENCY},
               "table": str(ns.table), "table_search": table_search, "stores": [str(p) for p in ns.stores],
               "in_place_of_table": {s: in_place_of_table(draws, table_search, s, unchanged_by(
-                  limits_of.get(s), table_group["limits"], table_group["cases"])) for s in searches},
+                  limits_of.get(s), table_group["limits"], table_group["cases"], earlier)) for s in searches},
               "on_shared_rows": {s: on_shared_rows(draws, table_search, s) for s in searches if s != table_search},
               "best_of_two": {s: best_of_two(draws, table_search, s) for s in searches if s != table_search},
               "spreads": spreads(draws), "draws": draws,

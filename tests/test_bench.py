@@ -1543,6 +1543,18 @@ def test_draws_count_the_rows_a_conditional_finish_leaves_unchanged_as_drawn(tmp
     assert fig["cases_left_to_draw"] == ["p.m:b@small"]  # 0.0081 ms: it would, so it must be drawn
     assert doc["in_place_of_table"][doc["table_search"]]["cases_unchanged"] == []
 
+    # A case seeded from a shape the finish acts on is not unchanged, though the finish would not act on it
+    # (session 44: the 10 small rows' new picks seed the 10 large rows, which must be drawn too).
+    from bench.draws import unchanged_by
+
+    rows = {f"p.m:a@{shape}": {"search_best_ms": best} for shape, best in (("medium", 0.05), ("small", 0.0074),
+                                                                            ("large", 0.3))}
+    earlier = {"p.m:a@medium": frozenset(), "p.m:a@small": frozenset({"medium"}),
+               "p.m:a@large": frozenset({"medium", "small"})}
+    chained = unchanged_by(finish, LIMITS["seeded"], rows, earlier)
+    assert [chained(f"p.m:a@{s}") for s in ("medium", "small", "large")] == [True, False, False]
+    assert unchanged_by(finish, LIMITS["seeded"], rows)("p.m:a@large")  # without the build order: its own search only
+
 
 def test_draws_leave_out_a_draw_seeded_otherwise_than_a_first_build() -> None:
     """Session 39: a call on a fresh machine lost its trial store, so grouped GEMM small ran cold and large
