@@ -39,7 +39,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from tuning.bench import BASELINE  # noqa: E402
-from tuning.bench.compare import BAR_WORST_LATENCY  # noqa: E402
+from tuning.bench.compare import BAR_WORST_LATENCY, right_after_search  # noqa: E402
+from tuning.bench.judge import measure_request  # noqa: E402
 
 Measure = Callable[[dict[str, Any], float], dict[str, Any]]
 
@@ -104,11 +105,10 @@ def stored_pair(store: dict[str, Any], label: str, strategy: str) -> dict[str, A
         vs = rec.get("vs_lfbo") or {}
         if not (rec.get("config") and vs.get("lfbo_config") and vs.get("ms") and vs.get("lfbo_ms")):
             return {"case": label, "error": f"the {strategy} record has no same-process pairing with lfbo to repeat"}
-        tune = (rec.get("tune_ms") / base["tune_ms"]) if base and base.get("tune_ms") and rec.get("tune_ms") else None
         return {"case": label, "run": key, "strategy": strategy,
                 "configs": {strategy: rec["config"], BASELINE: vs["lfbo_config"]},
                 "stored": {"paired": round(vs["ms"] / vs["lfbo_ms"], 4),
-                           "right_after_search": round(tune, 4) if tune else None},
+                           "right_after_search": right_after_search(rec, base or {})},
                 "readings": []}
     return {"case": label, "error": f"no {strategy} record of this case in --store"}
 
@@ -123,8 +123,8 @@ def repeat(rows: list[dict[str, Any]], measure: Measure, project: Path, device: 
             names = list(row["configs"])
             order = names if i % 2 == 0 else names[::-1]
             kernel_id, _, shape = row["case"].rpartition("@")
-            m = measure({"project": str(project), "config_settings": {}, "kernel_id": kernel_id, "shape_name": shape,
-                         "device": device, "configs": {n: row["configs"][n] for n in order}, "rounds": rounds}, 900)
+            m = measure(measure_request(project, kernel_id, shape, device, {n: row["configs"][n] for n in order}, rounds),
+                        900)
             reading: dict[str, Any] = {"first": order[0]}
             if "error" in m:
                 reading["error"] = str(m["error"])[-1500:]

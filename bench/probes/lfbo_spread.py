@@ -35,6 +35,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from tuning.bench.compare import hit_seconds_cap  # noqa: E402
+from tuning.bench.judge import measure_request  # noqa: E402
 from tuning.bench.noise_floor import apart  # noqa: E402
 
 
@@ -84,8 +85,7 @@ def compare(base: dict[str, Any], other: dict[str, Any], labels: list[str], proj
         if "error" not in row:
             kernel_id, _, shape = label.rpartition("@")
             first, second = (d["config"] for d in row["draws"])
-            m = measure({"project": str(project), "config_settings": {}, "kernel_id": kernel_id, "shape_name": shape,
-                         "device": device, "configs": {"first": first, "second": second}, "rounds": rounds}, 900)
+            m = measure(measure_request(project, kernel_id, shape, device, {"first": first, "second": second}, rounds), 900)
             if "error" in m:
                 row["error"] = m["error"]
             else:

@@ -231,10 +231,15 @@ def shortfall_split(rec: dict[str, Any], base: dict[str, Any], ratio: float) -> 
         return None
     gap = rec["search_best_ms"] / base["search_best_ms"]
     after = ratio / gap
-    mine, theirs = rec.get("tune_ms"), base.get("tune_ms")
     return {"search_gap": round(gap, 4), "after_search": round(after, 4),
             "mostly": "after the search" if after > gap else "in the search",
-            "right_after_search": round(mine / theirs, 4) if mine and theirs else None}
+            "right_after_search": right_after_search(rec, base)}
+
+
+def right_after_search(rec: dict[str, Any], base: dict[str, Any]) -> float | None:
+    """The two picks' ratio as each tuning process timed its own right after its search (``tune_ms``); None without both."""
+    mine, theirs = rec.get("tune_ms"), base.get("tune_ms")
+    return round(mine / theirs, 4) if mine and theirs else None
 
 
 def _small_kernel_remark(search_best_ms: float) -> str:

@@ -41,6 +41,13 @@ ROOT = Path(__file__).resolve().parents[2]
 SERVE = [sys.executable, "-m", "tuning.bench.fresh_measure", "--serve"]
 
 
+def measure_request(project: Path | str, kernel_id: str, shape_name: str, device: str, configs: dict[str, Any],
+                    rounds: int, config_settings: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The request a judge answers (:func:`.fresh_measure.measure_main` reads it): configs timed interleaved, by name."""
+    return {"project": str(project), "config_settings": config_settings or {}, "kernel_id": kernel_id,
+            "shape_name": shape_name, "device": device, "configs": dict(configs), "rounds": rounds}
+
+
 def judge_env() -> dict[str, str]:
     """The environment a judge started now gets: this process's, with the repo importable and the build flag set."""
     env = dict(os.environ)

@@ -278,8 +278,10 @@ def _baseline_usable(base: Mapping[str, Any] | None, case: Any) -> bool:
 
 
 def _measure_request(opts: BenchOptions, case: Any, device: str, configs: Mapping[str, Any]) -> dict[str, Any]:
-    return {"project": str(opts.project), "config_settings": opts.config_settings, "kernel_id": case.kernel_id,
-            "shape_name": case.spec.name, "device": device, "configs": dict(configs), "rounds": opts.rounds}
+    from .judge import measure_request
+
+    return measure_request(opts.project, case.kernel_id, case.spec.name, device, dict(configs), opts.rounds,
+                           opts.config_settings)
 
 
 def _vs_baseline(m: Mapping[str, Any], name: str, base_config: Any, note: str) -> dict[str, Any]:
