@@ -214,7 +214,7 @@ def test_a_finish_that_would_not_act_keeps_a_record_as_todays_search(tmp_path: P
     the report may treat it as another search (that would rerun 26 of the H200 table's 36 rows).
     """
     import tuning.strategies.seeded as seeded_mod
-    from tuning.bench.same_search import same_search
+    from tuning.bench.same_search import before_finishes, same_search
 
     store_path = tmp_path / "store.json"
     cases = [_case("pkg.m:k", "small"), _case("pkg.m:k", "large")]
@@ -253,6 +253,8 @@ def test_a_finish_that_would_not_act_keeps_a_record_as_todays_search(tmp_path: P
     assert not same_search({"strategy_limits": off}, on)  # no reading to compare: another search
     assert not same_search({"strategy_limits": {**off, "polish": {"max_neighbors": 24}}, "search_best_ms": 0.03}, on)
     assert not same_search({"search_best_ms": 0.03}, off)  # limits not recorded
+    # The search before the finish is one search, finish on or off, acting or not (search_repeat pairs such draws).
+    assert before_finishes(on) == before_finishes(wider) == before_finishes(off) == off and before_finishes(None) is None
 
 
 LIMITS = {name: strategy_limits(name) for name in _REGISTRY}  # today's searches, as `kiln bench --report` passes them
@@ -1393,6 +1395,52 @@ def test_judge_repeat_collects_pairings_made_more_than_once_and_pairs_a_stored_r
     # the stored pairing counts as one of the spread's; the order effect shows as a median per first config
     assert ok["spread"]["pairings"] == 4 and ok["spread"]["max_over_min"] == pytest.approx(1.07 / 1.03, abs=1e-4)
     assert ok["spread"]["median_by_first"] == {"lfbo": 1.03, "seeded": 1.07} and ok["spread"]["both_sides_of_bar"]
+
+
+def test_search_repeat_pairs_draws_of_one_search_from_the_same_seeds_and_sets_apart_what_a_finish_moved(
+        tmp_path: Path) -> None:
+    """bench/probes/search_repeat.py: how far a row moves when the same search runs again from the same seeds."""
+    from bench.probes.search_repeat import collect, main
+
+    off = {"polish": {"max_neighbors": 16}}
+    on = {**off, "small_kernel_finish": {"below_ms": 0.025, "finalists": 8}}
+
+    def store(case: str, ms: float, finished: str, limits: dict[str, Any] = off, digest: str = "d1",
+              seed: int = 0, moved: float | None = None) -> dict[str, Any]:
+        rec: dict[str, Any] = {"config": {"b": [32]}, "finished_at": finished, "configs_tested": 100,
+                               "search_best_ms": 0.01, "seed_digest": digest, "strategy_limits": limits,
+                               "budget": {"effort": "quick", "seed": seed},
+                               "vs_lfbo": {"lfbo_config": {"b": [64]}, "ms": ms, "lfbo_ms": 1.0}}
+        if moved is not None:
+            rec["provenance"] = {"as_shipped": {"changed": True, "search_pick_ms": moved, "chosen_ms": 1.0}}
+        return {"runs": {"H200|x": {"cases": {case: {"strategies": {"seeded": rec, "lfbo": {"config": {"b": [64]}}}}}}}}
+
+    table = store("p.m:k@s", 1.10, "t0")
+    docs = [("table.json", table), ("trial0.json", table),  # a trial store's copy is the same draw
+            ("trial1.json", store("p.m:k@s", 1.01, "t1", limits=on, moved=1.001)),  # the finish barely moved it
+            ("trial2.json", store("p.m:k@s", 0.90, "t2", limits=on, moved=1.07)),  # the finish moved it: set apart
+            ("trial3.json", store("p.m:k@s", 1.30, "t3", digest="d2")),  # other seeds: another group, drawn once
+            ("trial4.json", store("p.m:k@s", 1.30, "t4", limits={"polish": {"max_neighbors": 24}})),  # another search
+            ("trial5.json", store("p.m:k@m", 1.02, "t5")), ("trial6.json", store("p.m:k@m", 1.03, "t6", seed=1)),
+            ("probe.json", {"rows": []})]
+    rows = collect(docs)
+    assert [r["case"] for r in rows] == ["p.m:k@m", "p.m:k@s"]
+    medium, small = rows
+    assert [d["budget_seed"] for d in medium["draws"]] == [0, 1]  # a draw with another random seed is a draw again
+    assert [d["ratio"] for d in small["draws"]] == [1.10, 1.01, 0.90] and small["left_out_finish_moved"] == ["t2"]
+    assert [d["finish_moved"] for d in small["draws"]] == [1.0, 1.001, 1.07]
+    assert small["spread"]["pairings"] == 2 and small["spread"]["both_sides_of_bar"]
+    assert small["spread"]["max_over_min"] == pytest.approx(1.10 / 1.01, abs=1e-4)
+
+    paths = []
+    for name, doc in docs[:3] + [("junk.json", None)]:
+        (tmp_path / name).write_text("not json" if doc is None else json.dumps(doc))
+        paths.append(str(tmp_path / name))
+    out = tmp_path / "search_repeats.json"
+    assert main(["--stores", *paths, "--out", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["rows_counted"] == 1 and doc["rows_moved_over_5pct"] == ["p.m:k@s"]
+    assert doc["rows_on_both_sides_of_bar"] == ["p.m:k@s"] and doc["bar"] == 1.05
 
 
 def test_lfbo_spread_re_times_two_lfbo_draws_in_one_process_and_refuses_draws_it_cannot_compare() -> None:

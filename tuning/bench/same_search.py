@@ -55,3 +55,14 @@ def same_search(record: Mapping[str, Any], today: Mapping[str, Any] | None) -> b
         return False
     best = record.get("search_best_ms")
     return not any(_would_act(side, key, best) for key in differ for side in (made, today))
+
+
+def before_finishes(limits: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """``limits`` without the finishes in :data:`CONDITIONAL_FINISHES`: what decides the search before them.
+
+    Two records whose limits match here ran the same search, whichever finish re-timed its finalists
+    after (bench/probes/search_repeat.py pairs such draws).
+    """
+    if limits is None:
+        return None
+    return {k: v for k, v in limits.items() if k not in CONDITIONAL_FINISHES}
