@@ -68,8 +68,15 @@ if [ ! -d "$SITE/helion" ]; then
   python3 -m pip install -q --no-index --no-deps --no-compile --target "$SITE" .whl/*.whl .whl/llm/*.whl || exit 1
 fi
 export PYTHONPATH=$SITE:$PWD
-# variant stores and logs, and the lfbo-spread draw's store and log: a call cut mid-draw keeps what it finished
-copy_trials() { for f in "$R"/var_*.json "$R"/var_*.log "$R"/spread.json "$R"/spread.log; do [ -e "$f" ] && cp "$f" "$OUT/"; done; }
+# variant stores and logs, and the lfbo-spread draw's store and log: a call cut mid-draw keeps what it finished.
+# copy_trials NAME...: only those variants' trials. The device brings back 8 files a call, and a warm
+# machine keeps earlier calls' trials in $R: session 45's third call returned two trials of the second
+# call and left its own new one behind (a fourth call fetched it).
+copy_trials() {
+  local f pats=("$R"/var_*.json "$R"/var_*.log "$R"/spread.json "$R"/spread.log)
+  [ $# -gt 0 ] && { pats=(); for f in "$@"; do pats+=("$R/var_$f.json" "$R/var_$f.log"); done; }
+  for f in "${pats[@]}"; do [ -e "$f" ] && cp "$f" "$OUT/"; done
+}
 pack() { tar -C "$R" --exclude='*cache*' -czf "$OUT/res.tgz" . ; ls -la "$R" "$R"/* | head -60; }
 wait_jobs() {  # wait_jobs SECONDS: until both jobs wrote their done marker, or SECONDS pass
   # Each tick also copies the bench store and the table logs to $OUT, so a call cut short still brings
@@ -162,9 +169,11 @@ llm-bench)
 variants)
   cases=${CASES:-model_kernels.attention:attention@medium,model_kernels.attention:attention@small,model_kernels.attention:attention@large,model_kernels.attention:attention_causal@medium,model_kernels.attention:attention_causal@small}
   IFS='|' read -ra vs <<< "${VARIANTS:?VARIANTS=name=table.key=int,...|...}"
-  # Every 10 s, the trial stores and logs so far to $OUT: a call cut mid-trial still brings back
+  names=(); for v in "${vs[@]}"; do names+=("${v%%=*}"); done
+  # Every 10 s, this call's trial stores and logs so far to $OUT: a call cut mid-trial still brings back
   # each case that trial finished (session 33's second call lost mamba2 small's half-run trial)
-  ( while sleep 10; do copy_trials; done ) >/dev/null 2>&1 & copier=$!
+  # (COPY_EVERY: the tick, for the tests' stub searches that last a second)
+  ( while sleep "${COPY_EVERY:-10}"; do copy_trials "${names[@]}"; done ) >/dev/null 2>&1 & copier=$!
   for v in "${vs[@]}"; do
     name=${v%%=*}; sets=(); cset=(); IFS=',' read -ra items <<< "${v#*=}"
     for it in "${items[@]}"; do  # C:key=value is a kiln setting for the bench (C:seed=1), the rest seeded limits

@@ -29,6 +29,7 @@ def _stubs(bin_dir: Path, gpus: int) -> None:
     # (session 16's first table call died on the script's own KILN_GPU_RES).
     (bin_dir / "python3").write_text('#!/bin/sh\necho "$CUDA_VISIBLE_DEVICES $*" >> "$BENCH_GPU_RES/calls"\n'
                                      'env | grep "^KILN_" | cut -d= -f1 >> "$BENCH_GPU_RES/kiln_env"\n'
+                                     '[ -n "${STUB_SECONDS:-}" ] && sleep "$STUB_SECONDS"\n'
                                      'echo "kiln bench: done stub"\n')
     (bin_dir / "taskset").write_text('#!/bin/sh\necho "$2" >> "$BENCH_GPU_RES/cores"\nshift 2\nexec "$@"\n')
     # Records each job's time limit, then runs the command without one.
@@ -107,6 +108,22 @@ def test_variants_pass_their_extra_bench_arguments_and_bring_each_trial_back(tmp
     assert "-C seed=1 --store" in s1 and "--set" not in s1  # today's search, another random draw
     assert "--set with_seeds.copies=3 -- bench" in s2 and "-C seed=2 --store" in s2, s2
     assert {"var_s1.json", "var_s1.log", "var_s2.json", "var_s2.log"} <= {f.name for f in out.iterdir()}
+
+
+def test_a_variants_call_on_a_warm_machine_brings_back_its_own_trials_only(tmp_path: Path) -> None:
+    """The device returns 8 files a call. Session 45's third call, on a machine still holding the second
+    call's three trials, came back with those and without its own new trial, which took a fourth call."""
+    proc, res, _ = _run(tmp_path, 1, "variants", CASES="model_kernels.attention:attention@small",
+                        VARIANTS="old1=seed_check.widen=30|old2=search_stop.patience=2", OUT=str(tmp_path / "out1"))
+    assert proc.returncode == 0, proc.stderr
+    (res / "spread.json").write_text("{}")  # an lfbo-spread draw's store, from a call of its own
+    # the copier ticks while the (stub) search runs, as it does every 10 s on the device
+    proc, res, _ = _run(tmp_path, 1, "variants", CASES="model_kernels.attention:attention@large",
+                        VARIANTS="new=search_verify.within_pct=2", OUT=str(tmp_path / "out2"), COPY_EVERY="0.2",
+                        STUB_SECONDS="1")
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(f.name for f in (tmp_path / "out2").iterdir()) == ["var_new.json", "var_new.log"]
+    assert {"var_old1.json", "var_old2.json", "var_new.json"} <= {f.name for f in res.iterdir()}  # all kept on the machine
 
 
 def test_variants_go_on_from_var_base_so_a_cut_trial_seeds_its_later_shapes(tmp_path: Path) -> None:
