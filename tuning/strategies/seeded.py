@@ -173,8 +173,10 @@ POLISH = {"max_neighbors": 0}
 # descriptor medium, read 9 of 11 (host-built), 2 of 4 (host-built) and 6 of 7, and stayed
 # 1.095-1.115 behind; mamba2 small's search itself rated its pick 17.6% behind lfbo's best, so it is the region,
 # not the clock (bench/results/variants_session39/report/).  Seeds only: on a cold start Helion's
-# own starts already read through pointers.  Not yet measured on the GPU; try it on top of td2 with
-# bench/seeded_variant.py (--set seed_variants.tensor_descriptors=2 --set seed_variants.pointers=2).
+# own starts already read through pointers.  Measured (bench/TABLE.md, sessions 40 and 45): mamba2
+# small 1.006 and grouped GEMM small 1.000 once each, rms_norm small 1.079, fp8 attention small
+# 1.301 and then 1.092 (1.095 and 1.086 without it): no fix there, so it stays off.  Try it with
+# bench/seeded_variant.py (--set seed_variants.pointers=2).
 SEED_VARIANTS = {"pid_types": 1, "reduction_loops": 0, "tensor_descriptors": 2, "pointers": 0}
 POINTER = "pointer"
 TENSOR_DESCRIPTOR = "tensor_descriptor"
@@ -235,8 +237,9 @@ SMALL_KERNEL_BELOW_MS = 0.025
 # generation: 16 errors and 4 timeouts of 28; causal medium's: 18 errors of 25), so two
 # generations judged a path on a handful of configs.  lfbo's full search (5 paths from 100
 # random configs) still improved after 300 configs there.  Cost, estimated: one generation
-# per path that would have stopped, 15-20 s on attention.  Not yet measured on the GPU; try
-# it with bench/seeded_variant.py (--set search_stop.patience=2).
+# per path that would have stopped, 15-20 s on attention.  Measured once under td2 on gdn large
+# (session 45, bench/results/variants_session45/var_pat2.*): 1.0845 against the table's 1.0861,
+# 110.5 s against 89.7; no fix.  Try it with bench/seeded_variant.py (--set search_stop.patience=2).
 SEARCH_STOP = {"patience": 0}
 
 # Seed check (seed_check.py): ``widen`` = N adds N random configs to the first population when
@@ -251,8 +254,11 @@ SEARCH_STOP = {"patience": 0}
 # 1.589 against lfbo.  How far behind the seeds and their variants read there is not in the
 # record; the check's own record (``best_seed_ms``, ``best_other_ms``) will say, so the margin is
 # a variant knob, 10% to start.  Cost: nothing where the seeds hold their own; where they lose, N
-# more configs to benchmark (about 0.3 s each at the small shapes).  Not yet measured on the GPU;
-# try it with bench/seeded_variant.py (--set seed_check.widen=30, Helion's quick cold start;
+# more configs to benchmark (about 0.3 s each at the small shapes).  Measured on attention small:
+# at 10% it did not fire (session 42, 1.075); at 5% it fired on both draws (session 45, seeds'
+# best 0.0581 and 0.0241 ms against 0.0215 and 0.0211) and read 1.028 and 1.140, inside the row's
+# spread (today's search drawn twice: 1.589, 1.117), so not shown a fix.  Try it with
+# bench/seeded_variant.py (--set seed_check.widen=30, Helion's quick cold start;
 # --set seed_check.margin_pct=0 to widen whenever the seeds do not lead).
 SEED_CHECK = {"widen": 0, "margin_pct": 10}
 
@@ -278,8 +284,12 @@ SEED_CHECK = {"widen": 0, "margin_pct": 10}
 # read 2.4130 ms where the unverified search's read 2.2866, so the re-times corrected the anchor;
 # the polish then went on improving (2.3872 in round 2) and was in round 5 at 115 s, against 65.7 s
 # for the whole unverified search.  At 2 only the best and the configs within 2% of it are
-# re-timed, which is what the anchor needs, at a fraction of the re-times; not yet drawn.  Try it
-# with bench/seeded_variant.py (--set search_verify.within_pct=2).
+# re-timed, which is what the anchor needs, at a fraction of the re-times.  Drawn at 2 in session 45
+# (bench/results/variants_session45/var_ver2*, var_vm2*): causal attention large 0.994 and 0.993
+# on two draws against the table's 1.069, at 107-112 s against 66 s; gdn large 1.0855 (1.0861);
+# causal attention medium 1.110 on one draw (1.067).  The first fix that held on a second draw;
+# next, all 36 rows (bench/TABLE.md, What remains 1).  Try it with bench/seeded_variant.py
+# (--set search_verify.within_pct=2).
 SEARCH_VERIFY = {"within_pct": 0}
 REBENCHMARK_THRESHOLD_ENV = "HELION_REBENCHMARK_THRESHOLD"
 
