@@ -58,6 +58,17 @@ def spread(ratios: list[float], stored: float | None = None) -> dict[str, Any]:
     return out
 
 
+def read_stores(paths: Iterable[Path]) -> list[tuple[str, Any]]:
+    """Each path once, with its JSON; a file that is not JSON is skipped (a glob over bench/results takes logs too)."""
+    docs = []
+    for path in sorted(set(paths)):
+        try:
+            docs.append((str(path), json.loads(path.read_text())))
+        except (OSError, ValueError):
+            continue  # not JSON we can read: not a store
+    return docs
+
+
 def _canon(config: dict[str, Any]) -> str:
     return json.dumps(config, sort_keys=True)
 
@@ -170,12 +181,7 @@ def main(argv: list[str] | None = None) -> int:
     if bool(ns.from_stores) == bool(ns.cases):
         ap.error("give either --from-stores STORE... or --cases CASES")
     if ns.from_stores:
-        docs = []
-        for path in sorted(set(ns.from_stores)):
-            try:
-                docs.append((str(path), json.loads(path.read_text())))
-            except (OSError, ValueError):
-                continue  # not JSON we can read: not a store
+        docs = read_stores(ns.from_stores)
         rows = from_stores(docs)
         doc = _document(rows, "pairs the bench paired in more than one fresh process, from its stores (no new GPU run)",
                         stores_read=sum(isinstance(d, dict) and isinstance(d.get("runs"), dict) for _, d in docs))

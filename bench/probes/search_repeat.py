@@ -35,7 +35,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from bench.probes.judge_repeat import spread  # noqa: E402
+from bench.probes.judge_repeat import read_stores, spread  # noqa: E402
 from tuning.bench import BASELINE  # noqa: E402
 from tuning.bench.compare import BAR_WORST_LATENCY  # noqa: E402
 from tuning.bench.same_search import before_finishes  # noqa: E402
@@ -110,12 +110,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="count a draw whose finish moved its pick by at most this factor (default 1.02)")
     ap.add_argument("--out", type=Path, required=True)
     ns = ap.parse_args(argv)
-    docs = []
-    for path in sorted(set(ns.stores)):
-        try:
-            docs.append((str(path), json.loads(path.read_text())))
-        except (OSError, ValueError):
-            continue  # not JSON we can read: not a store
+    docs = read_stores(ns.stores)
     doc = document(collect(docs, ns.strategy, ns.finish_within), strategy=ns.strategy,
                    finish_within=ns.finish_within, stores=[p for p, _ in docs])
     ns.out.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
