@@ -57,6 +57,8 @@ def _search_key(record: Mapping[str, Any]) -> str:
 def collect(stores: Iterable[tuple[str, Mapping[str, Any]]], strategy: str = "seeded",
             finish_within: float = 1.02) -> list[dict[str, Any]]:
     """Each (run, case, seeds, search) drawn more than once, with its draws' same-process ratios."""
+    if strategy == BASELINE:
+        return []  # lfbo is what every draw is paired against: it has no pairing of its own
     groups: dict[tuple[str, str, str, str], dict[tuple[Any, ...], dict[str, Any]]] = {}
     for path, doc in stores:
         runs = doc.get("runs") if isinstance(doc, Mapping) else None
@@ -66,7 +68,7 @@ def collect(stores: Iterable[tuple[str, Mapping[str, Any]]], strategy: str = "se
             for label, case in run.get("cases", {}).items():
                 rec = case.get("strategies", {}).get(strategy)
                 vs = (rec or {}).get("vs_lfbo") or {}
-                if strategy == BASELINE or not (rec and rec.get("seed_digest") and vs.get("ms") and vs.get("lfbo_ms")):
+                if not (rec and rec.get("seed_digest") and vs.get("ms") and vs.get("lfbo_ms")):
                     continue
                 group = groups.setdefault((key, label, rec["seed_digest"], _search_key(rec)), {})
                 draw = (rec.get("finished_at"), rec.get("configs_tested"), rec.get("search_best_ms"))
