@@ -1443,6 +1443,43 @@ def test_search_repeat_pairs_draws_of_one_search_from_the_same_seeds_and_sets_ap
     assert doc["rows_on_both_sides_of_bar"] == ["p.m:k@s"] and doc["bar"] == 1.05
 
 
+def test_indexing_split_groups_each_pick_once_by_its_descriptors_and_says_which_side_reads_ahead(tmp_path: Path) -> None:
+    """bench/probes/indexing_split.py: picks without tensor descriptors against picks with some, per case."""
+    from bench.probes.indexing_split import descriptors, main, picks, split
+
+    assert descriptors({"indexing": ["pointer", "tensor_descriptor"]}) == (1, 2)
+    assert descriptors({"indexing": "tensor_descriptor"}) == (1, 1) and descriptors({}) == (0, 0)
+    lfbo_cfg = {"indexing": ["pointer", "pointer"]}
+
+    def store(case: str, *rows: tuple[list[str], float]) -> dict[str, Any]:
+        strategies: dict[str, Any] = {"lfbo": {"config": lfbo_cfg}}
+        for i, (indexing, ms) in enumerate(rows):
+            strategies[f"s{i}"] = {"config": {"indexing": indexing, "b": i},
+                                   "vs_lfbo": {"lfbo_config": lfbo_cfg, "ms": ms, "lfbo_ms": 1.0}}
+        return {"runs": {"H200|x": {"cases": {case: {"strategies": strategies}}}}}
+
+    P, T = "pointer", "tensor_descriptor"
+    table = store("p.m:k@s", ([P, P], 1.01), ([T, P], 1.08), ([T, T], 1.2), ([P, P], 1.0))
+    docs = [("table.json", table), ("trial.json", table),  # a copied pick is one pick
+            ("mixed.json", store("p.m:k@m", ([P, P], 1.0), ([T, T], 0.99), ([P, P], 1.1), ([T, P], 1.02))),
+            ("one.json", store("p.m:k@l", ([P, P], 1.0), ([T, T], 1.2))), ("probe.json", {"rows": []})]
+    rows = {r["case"]: r for r in split(picks(docs))}
+    small = rows["p.m:k@s"]
+    assert small["pointers_only"]["picks"] == 2 and small["some_descriptors"]["picks"] == 2
+    assert small["separates"] == "pointers ahead" and small["gap"] == 1.0693 and small["lfbo_descriptors"] == "0/2"
+    assert [p["stores"] for p in small["picks"]][0] == ["table.json", "trial.json"]
+    assert rows["p.m:k@m"]["separates"] == "no" and "gap" not in rows["p.m:k@m"]
+    assert rows["p.m:k@l"]["separates"] == "too few picks"  # one pick a side decides nothing
+
+    paths = []
+    for name, doc in docs:
+        (tmp_path / name).write_text(json.dumps(doc))
+        paths.append(str(tmp_path / name))
+    out = tmp_path / "indexing_split.json"
+    assert main(["--stores", *paths, "--out", str(out)]) == 0
+    assert json.loads(out.read_text())["separates"] == {"p.m:k@s": "pointers ahead by 1.0693"}
+
+
 def test_lfbo_spread_re_times_two_lfbo_draws_in_one_process_and_refuses_draws_it_cannot_compare() -> None:
     """bench/probes/lfbo_spread.py: the noise floor under the latency bar, one judge process per case."""
     from bench.probes.lfbo_spread import compare

@@ -1,0 +1,135 @@
+"""Do a case's picks read faster through pointers than through tensor descriptors?  Split every stored pick by its indexing.
+
+Why: four of #5's rows over the 1.05 bar have no drawn fix left, three of them small shapes
+(rms_norm, fp8 attention, mamba2).  There `lfbo`'s picks read every access through a pointer,
+while most of `seeded`'s picks read some through tensor descriptors (TMA), carried over from
+a medium pick or added by the ``td2`` seed variants.  A small shape's search cannot tell the two
+apart on its own clock: on rms_norm small both searches read their picks at 0.0074 ms, the
+launch floor, where the fresh process reads 0.0040 and 0.0045 (``search_best_ms`` against
+``ms`` in ``bench/results/store.json``).  If descriptors cost a few-microsecond kernel a fixed
+setup, then every pick with even one descriptor should read behind every pick without, draw
+after draw, whatever else the configs differ in.  The stores hold every draw the bench paired
+with `lfbo`'s pick in one fresh process; this reads them (no GPU) and asks, per case, whether the
+picks without descriptors and the picks with some fall on two sides.
+
+What counts:
+- one pick: a (run key, case, config); a pick paired several times (judge repeats, copied trial
+  stores) counts once, at the median of its distinct readings;
+- its ratio: the same-process ``vs_lfbo`` pairing (``ms`` / ``lfbo_ms``), whatever strategy or
+  variant made it;
+- ``descriptors``: how many of its ``indexing`` entries are ``tensor_descriptor``.
+
+A case ``separates`` when both groups hold at least ``MIN_PICKS`` picks and every pick without
+descriptors reads ahead of every pick with some (or the other way round); with fewer, one pick on
+a side would decide it.  ``gap``: how far apart the nearest picks of the two sides read.  That is a pattern in the stores, not a
+measurement made for it: the groups differ in more than indexing.
+
+    python bench/probes/indexing_split.py --stores bench/results/store.json bench/results/variants_session*/var_*.json \\
+        --out bench/results/indexing_split.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from bench.probes.judge_repeat import read_stores  # noqa: E402
+from tuning.bench import BASELINE  # noqa: E402
+from tuning.bench.compare import BAR_WORST_LATENCY  # noqa: E402
+
+DESCRIPTOR = "tensor_descriptor"
+MIN_PICKS = 2  # per group, before a split is read as one
+
+
+def descriptors(config: Mapping[str, Any]) -> tuple[int, int]:
+    """(tensor-descriptor accesses, all accesses) of a config's ``indexing``; a single string applies to every access."""
+    indexing = config.get("indexing")
+    if isinstance(indexing, str):
+        return (1, 1) if indexing == DESCRIPTOR else (0, 1)
+    if not isinstance(indexing, list):
+        return 0, 0
+    return sum(1 for i in indexing if i == DESCRIPTOR), len(indexing)
+
+
+def picks(stores: Iterable[tuple[str, Mapping[str, Any]]]) -> dict[tuple[str, str], dict[str, Any]]:
+    """(run, case) -> the `lfbo` pick's indexing and each other pick once, with its distinct same-process readings."""
+    found: dict[tuple[str, str], dict[str, Any]] = {}
+    for path, doc in stores:
+        runs = doc.get("runs") if isinstance(doc, dict) else None
+        if not isinstance(runs, dict):
+            continue  # not a bench store
+        for key, run in runs.items():
+            for label, case in run.get("cases", {}).items():
+                for name, rec in case.get("strategies", {}).items():
+                    vs = rec.get("vs_lfbo") or {}
+                    if name == BASELINE or not (rec.get("config") and vs.get("ms") and vs.get("lfbo_ms")):
+                        continue
+                    slot = found.setdefault((key, label), {"lfbo": descriptors(vs.get("lfbo_config") or {}), "picks": {}})
+                    pick = slot["picks"].setdefault(json.dumps(rec["config"], sort_keys=True), {
+                        "descriptors": descriptors(rec["config"]), "strategies": set(), "readings": set(), "stores": set()})
+                    pick["strategies"].add(name)
+                    pick["stores"].add(path)
+                    pick["readings"].add((vs["ms"], vs["lfbo_ms"]))
+    return found
+
+
+def _group(ratios: list[float]) -> dict[str, Any]:
+    if not ratios:
+        return {"picks": 0}
+    return {"picks": len(ratios), "min": round(min(ratios), 4), "median": round(statistics.median(ratios), 4),
+            "max": round(max(ratios), 4), "over_bar": sum(r > BAR_WORST_LATENCY for r in ratios)}
+
+
+def split(found: Mapping[tuple[str, str], Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Per (run, case): the picks without descriptors and those with some, and whether the two groups separate."""
+    rows = []
+    for (key, label), slot in sorted(found.items()):
+        pointer: list[float] = []
+        described: list[float] = []
+        listed = []
+        for pick in slot["picks"].values():
+            ratio = statistics.median(ms / lfbo_ms for ms, lfbo_ms in pick["readings"])
+            used, total = pick["descriptors"]
+            (described if used else pointer).append(ratio)
+            listed.append({"ratio": round(ratio, 4), "descriptors": f"{used}/{total}",
+                           "strategies": sorted(pick["strategies"]), "readings": len(pick["readings"]),
+                           "stores": sorted(pick["stores"])})
+        row: dict[str, Any] = {"case": label, "run": key, "lfbo_descriptors": "{}/{}".format(*slot["lfbo"]),
+                               "pointers_only": _group(pointer), "some_descriptors": _group(described),
+                               "picks": sorted(listed, key=lambda p: p["ratio"])}
+        if min(len(pointer), len(described)) >= MIN_PICKS:
+            row["separates"] = ("pointers ahead" if max(pointer) < min(described)
+                                else "descriptors ahead" if max(described) < min(pointer) else "no")
+            if row["separates"] != "no":  # how far apart the nearest picks of the two sides read
+                row["gap"] = round(max(min(described) / max(pointer), min(pointer) / max(described)), 4)
+        elif pointer and described:
+            row["separates"] = "too few picks"
+        rows.append(row)
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--stores", nargs="+", type=Path, required=True, help="bench stores (the table's and trial stores)")
+    ap.add_argument("--out", type=Path, required=True)
+    ns = ap.parse_args(argv)
+    rows = split(picks(read_stores(ns.stores)))
+    separated = {r["case"]: f'{r["separates"]} by {r["gap"]}' for r in rows if "gap" in r}
+    doc = {"what": __doc__.split("\n\n")[0], "stores": len(ns.stores), "cases": len(rows),
+           "separates": separated, "rows": rows}
+    ns.out.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    print(f"indexing_split: {len(rows)} cases, {len(separated)} separate by indexing: "
+          + ", ".join(f"{c} ({s})" for c, s in sorted(separated.items())))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
