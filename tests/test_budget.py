@@ -405,6 +405,46 @@ def test_rank_as_shipped_keeps_the_fastest_as_shipped_and_names_what_failed(monk
     assert config == {"ms": 0.5} and not info["changed"] and info["chosen_index"] == 0
 
 
+def test_rank_as_shipped_holds_a_config_the_search_never_ran_to_the_pick_s_output(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Unchecked configs (a finalist's pointer copy) are run once and compared before they may be chosen.
+
+    Faked compile and clock; the comparison is Helion's own ``assert_close`` on real tensors.
+    """
+    import torch
+
+    import tuning.strategies.as_shipped as as_shipped
+
+    class Bound:
+        def compile_config(self, config: Any, allow_print: bool = False) -> Callable[..., torch.Tensor]:
+            return lambda *args: torch.full((4,), float(config["out"]))
+
+    monkeypatch.setattr(as_shipped, "time_ms", lambda fn, device: (float(fn()[0]) and ms.pop(0), "fake"))
+    picked, finalist = {"out": 1.0, "k": "pick"}, {"out": 1.0, "k": "finalist"}
+    wrong, right = {"out": 2.0, "k": "wrong copy"}, {"out": 1.0, "k": "right copy"}
+    ms = [0.5, 0.6, 0.4]  # one round: the pick, the finalist, the copy that agreed
+    config, info = as_shipped.rank_as_shipped(Bound(), (), picked, [picked, finalist], rounds=1,
+                                              unchecked=[wrong, right, finalist])  # a finalist is not a copy
+    assert config == right and info["chose_copy"] and info["copies"] == 2 and info["finalists"] == 4
+    assert len(info["failed"]) == 1 and info["failed"][0].startswith("{'out': 2.0, 'k': 'wrong copy'}: output differs")
+    assert info["timed_ms"] == [0.5, 0.6, 0.4] and info["chosen_index"] == 2
+
+    ms[:] = [0.5]  # a kernel that writes into its arguments: no check is possible, so no copy is timed
+    config, info = as_shipped.rank_as_shipped(Bound(), (), picked, [], rounds=1, unchecked=[right], tolerances=None)
+    assert config == picked and not info["chose_copy"] and "writes into its arguments" in info["failed"][0]
+
+    class Provider:
+        mutated_arg_indices: list[int] = []
+        _effective_atol, _effective_rtol, _scale_atol = 0.0, 0.0, False  # fp8 outputs: bitwise
+
+    class Search:
+        benchmark_provider = Provider()
+
+    assert as_shipped.accuracy_tolerances(Search()) == (0.0, 0.0, False)
+    Provider.mutated_arg_indices = [0]
+    assert as_shipped.accuracy_tolerances(Search()) is None
+    assert as_shipped.accuracy_tolerances(object()) == as_shipped.DEFAULT_TOLERANCES
+
+
 def test_seeded_ranks_its_finalists_as_shipped_when_asked(pallas_env: None, monkeypatch: pytest.MonkeyPatch) -> None:
     """Unfaked on Pallas interpret: seeded's finalists come from Helion's search and are re-timed as shipped."""
     from tuning.strategies import Budget, TuneContext, seeded
@@ -430,14 +470,19 @@ def test_small_kernel_finish_retimes_finalists_only_under_its_threshold(pallas_e
     for a kernel whose search read its best under the threshold; unfaked on Pallas interpret."""
     from tuning.strategies import seeded
 
-    assert seeded.shipped_finalists(0.001) == (0, "") and "small_kernel_finish" not in seeded.search_limits()
+    assert seeded.shipped_finalists(0.001) == (0, "", 0) and "small_kernel_finish" not in seeded.search_limits()
+    monkeypatch.setitem(seeded.SMALL_KERNEL_FINISH, "pointer_copies", 2)
+    assert "small_kernel_finish" not in seeded.search_limits()  # copies of no finalists: nothing on
     monkeypatch.setitem(seeded.SMALL_KERNEL_FINISH, "finalists", 3)
+    assert seeded.search_limits()["small_kernel_finish"] == {"finalists": 3, "pointer_copies": 2,
+                                                             "below_ms": seeded.SMALL_KERNEL_BELOW_MS}
+    monkeypatch.setitem(seeded.SMALL_KERNEL_FINISH, "pointer_copies", 0)
     assert seeded.search_limits()["small_kernel_finish"] == {"finalists": 3, "below_ms": seeded.SMALL_KERNEL_BELOW_MS}
-    assert seeded.shipped_finalists(seeded.SMALL_KERNEL_BELOW_MS) == (0, "")  # at or over: finishes as today
-    count, why = seeded.shipped_finalists(0.0074)
+    assert seeded.shipped_finalists(seeded.SMALL_KERNEL_BELOW_MS) == (0, "", 0)  # at or over: finishes as today
+    count, why, _ = seeded.shipped_finalists(0.0074)
     assert count == 3 and why.startswith("small kernel: search best 0.007400 ms <")
     monkeypatch.setitem(seeded.AS_SHIPPED, "finalists", 5)  # the every-kernel switch wins where both are on
-    assert seeded.shipped_finalists(0.0074) == (5, "every kernel (as_shipped)")
+    assert seeded.shipped_finalists(0.0074) == (5, "every kernel (as_shipped)", 0)
     monkeypatch.setitem(seeded.AS_SHIPPED, "finalists", 0)
     monkeypatch.setitem(seeded.AS_SHIPPED, "rounds", 1)
 
@@ -449,6 +494,31 @@ def test_small_kernel_finish_retimes_finalists_only_under_its_threshold(pallas_e
     monkeypatch.setattr(seeded, "SMALL_KERNEL_BELOW_MS", 0.0)  # over it: no last choice
     _, entry = _tiny_seeded_tune(monkeypatch, lambda configs: None)
     assert "as_shipped" not in entry.provenance
+
+
+def test_small_kernel_finish_times_pointer_copies_of_its_finalists_once_they_agree(pallas_env: None,
+                                                                                    monkeypatch: pytest.MonkeyPatch,
+                                                                                    capfd: pytest.CaptureFixture[str]) -> None:
+    """``small_kernel_finish.pointer_copies`` (off by default), unfaked on Pallas interpret.
+
+    Pallas reads ``indexing`` as pointers or block pointers, not descriptors, so the search's
+    finalists are handed over with block pointers (the one faked step); their pointer copies are
+    then compiled, run and held to the pick's output by Helion's own check, and timed beside them.
+    """
+    from tuning.strategies import seeded
+
+    monkeypatch.setitem(seeded.SMALL_KERNEL_FINISH, "finalists", 2)
+    monkeypatch.setitem(seeded.SMALL_KERNEL_FINISH, "pointer_copies", 1)
+    monkeypatch.setitem(seeded.AS_SHIPPED, "rounds", 1)
+    monkeypatch.setattr(seeded, "SMALL_KERNEL_BELOW_MS", 1e9)  # tinypkg on a CPU reads milliseconds: under it
+    real = seeded.finalists
+    monkeypatch.setattr(seeded, "finalists", lambda search, k: [{**c, "indexing": ["block_ptr"]} for c in real(search, k)])
+    _, entry = _tiny_seeded_tune(monkeypatch, lambda configs: None)
+    info = entry.provenance["as_shipped"]
+    assert info["copies"] == 1 and info["failed"] == []  # the copy compiled and agreed with the pick
+    assert len(info["timed_ms"]) == info["finalists"] and isinstance(info["chose_copy"], bool)
+    assert seeded.search_limits()["small_kernel_finish"]["pointer_copies"] == 1  # the record names the search it made
+    assert "(1 pointer copies, " in capfd.readouterr().err
 
 
 def test_bounded_polish_benchmarks_only_the_picked_neighbours(pallas_env: None, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -636,6 +706,8 @@ def test_tensor_descriptor_variants_switch_every_access_at_once_and_reach_a_cold
     assert seeded.pointer_variants([carried, plain], 0) == [carried, plain]
     assert seeded.pointer_variants([carried, plain], 2) == [
         carried, plain, {"block_sizes": [64], "indexing": ["pointer"] * 3, "host_tensor_descriptors": False}]
+    bare = {"block_sizes": [64], "indexing": ["block_ptr"]}  # a backend without TMA names no host switch: none added
+    assert seeded.pointer_variants([bare], 1)[1:] == [{"block_sizes": [64], "indexing": ["pointer"]}]
     monkeypatch.setitem(seeded.SEED_VARIANTS, "pointers", 1)
     made = seeded.cold_start_variants(Gen(("pointer", td)))
     assert all(m["indexing"] == [td] * 3 for m in made)  # a cold start's own starts read through pointers already
