@@ -384,6 +384,14 @@ def test_report_says_when_the_fresh_process_saw_far_more_than_the_search_and_whe
     assert "rated its pick 0.9% behind lfbo's best (0.007488 vs 0.007424 ms" in level
     assert "the search's timings flattered its pick (under 0.025 ms, where Helion's clock is mostly launch overhead" in level
     assert "launch overhead" not in shortfall_why({**rec, "search_best_ms": 2.6}, {**base, "search_best_ms": 2.6}, 1.08)
+    # rms_norm small's picks (bench/results/indexing_split.json): descriptors where lfbo's reads none, at a tiny kernel.
+    P, T = "pointer", "tensor_descriptor"
+    tiny = {**rec, "search_best_ms": 0.007424, "config": {"indexing": [T, T, P]}}
+    lfbo_tiny = {**base, "search_best_ms": 0.007424, "config": {"indexing": [P, P, P]}}
+    assert ("; its pick reads 2 of 3 accesses through tensor descriptors, lfbo's none (the candidate fix, off: "
+            "seeded's small_kernel_finish.pointer_copies") in shortfall_why(tiny, lfbo_tiny, 1.11)
+    assert "pointer_copies" not in shortfall_why({**tiny, "search_best_ms": 0.05}, lfbo_tiny, 1.11)  # not a tiny kernel
+    assert "pointer_copies" not in shortfall_why(tiny, {**lfbo_tiny, "config": {"indexing": [T, P, P]}}, 1.11)
 
     assert settled_after(rec) == (128, 234) and settled_after({"trajectory": {}}) is None
     assert ("its search was wide: 231 configs against lfbo's 529 (2.29x fewer); within 1% of its final best after "
