@@ -384,7 +384,7 @@ def test_report_says_when_the_fresh_process_saw_far_more_than_the_search_and_whe
     assert "rated its pick 0.9% behind lfbo's best (0.007488 vs 0.007424 ms" in level
     assert "the search's timings flattered its pick (under 0.025 ms, where Helion's clock is mostly launch overhead" in level
     assert "launch overhead" not in shortfall_why({**rec, "search_best_ms": 2.6}, {**base, "search_best_ms": 2.6}, 1.08)
-    # rms_norm small's picks (bench/results/indexing_split.json): descriptors where lfbo's reads none, at a tiny kernel.
+    # rms_norm small's picks (bench/results/pick_split.json): descriptors where lfbo's reads none, at a tiny kernel.
     P, T = "pointer", "tensor_descriptor"
     tiny = {**rec, "search_best_ms": 0.007424, "config": {"indexing": [T, T, P]}}
     lfbo_tiny = {**base, "search_best_ms": 0.007424, "config": {"indexing": [P, P, P]}}
@@ -1451,9 +1451,9 @@ def test_search_repeat_pairs_draws_of_one_search_from_the_same_seeds_and_sets_ap
     assert doc["rows_on_both_sides_of_bar"] == ["p.m:k@s"] and doc["bar"] == 1.05
 
 
-def test_indexing_split_groups_each_pick_once_by_its_descriptors_and_says_which_side_reads_ahead(tmp_path: Path) -> None:
-    """bench/probes/indexing_split.py: picks without tensor descriptors against picks with some, per case."""
-    from bench.probes.indexing_split import descriptors, main, picks, split
+def test_pick_split_groups_each_pick_once_by_its_descriptors_and_by_each_of_lfbo_s_knobs(tmp_path: Path) -> None:
+    """bench/probes/pick_split.py: picks without tensor descriptors against picks with some, and by lfbo's knobs, per case."""
+    from bench.probes.pick_split import descriptors, main, picks, split
 
     assert descriptors({"indexing": ["pointer", "tensor_descriptor"]}) == (1, 2)
     assert descriptors({"indexing": "tensor_descriptor"}) == (1, 1) and descriptors({}) == (0, 0)
@@ -1478,14 +1478,19 @@ def test_indexing_split_groups_each_pick_once_by_its_descriptors_and_says_which_
     assert [p["stores"] for p in small["picks"]][0] == ["table.json", "trial.json"]
     assert rows["p.m:k@m"]["separates"] == "no" and "gap" not in rows["p.m:k@m"]
     assert rows["p.m:k@l"]["separates"] == "too few picks"  # one pick a side decides nothing
+    # lfbo's own knobs: here its indexing (all pointers) is held by the two picks ahead of the two without it
+    assert set(small["lfbo_knob_ahead"]) == {"indexing"} and small["lfbo_knob_ahead"]["indexing"]["gap"] == 1.0693
+    assert rows["p.m:k@m"]["lfbo_knob_ahead"] == {}  # held by picks on both sides
 
     paths = []
     for name, doc in docs:
         (tmp_path / name).write_text(json.dumps(doc))
         paths.append(str(tmp_path / name))
-    out = tmp_path / "indexing_split.json"
+    out = tmp_path / "pick_split.json"
     assert main(["--stores", *paths, "--out", str(out)]) == 0
-    assert json.loads(out.read_text())["separates"] == {"p.m:k@s": "pointers ahead by 1.0693"}
+    doc = json.loads(out.read_text())
+    assert doc["separates"] == {"p.m:k@s": "pointers ahead by 1.0693"}
+    assert doc["lfbo_knob_ahead_where_picks_over_bar"] == {"p.m:k@s": ["indexing"]}
 
 
 def test_lfbo_spread_re_times_two_lfbo_draws_in_one_process_and_refuses_draws_it_cannot_compare() -> None:

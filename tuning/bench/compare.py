@@ -184,7 +184,7 @@ def descriptor_remark(rec: dict[str, Any], base: dict[str, Any]) -> str:
     """On a tiny kernel whose pick reads some accesses through tensor descriptors where lfbo's reads none: say so, and the fix built.
 
     Why in the report: on rms_norm small (H200) every stored pick with even one descriptor read
-    1.079-1.195 against lfbo, the two without 1.002 and 1.015 (bench/results/indexing_split.json),
+    1.079-1.195 against lfbo, the two without 1.002 and 1.015 (bench/results/pick_split.json),
     and the search's clock, at the launch floor there, cannot see the difference.
     """
     mine = rec.get("search_best_ms")

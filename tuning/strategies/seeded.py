@@ -229,7 +229,7 @@ FIRST_POPULATION = {"seed_neighbours": 0}
 # pick's output (as_shipped.py), so the judge's clock chooses between descriptors and pointers where
 # the search's clock cannot.  Off: a candidate fix for rms_norm small.  Every stored pick there with
 # even one of its 7 accesses through a tensor descriptor read 1.079-1.195 against lfbo (8 picks), the
-# two with none 1.002 and 1.015; lfbo's reads none (bench/results/indexing_split.json, from the
+# two with none 1.002 and 1.015; lfbo's reads none (bench/results/pick_split.json, from the
 # stores).  The finish alone did not reach them: its 8 finalists held descriptors on both draws
 # (session 20: 1.195; session 44: 1.099), as every finalist of a search seeded from a medium pick
 # with 5-7 of them can; and the pointer seed variants did not either (session 40: 1.079, one

@@ -1,4 +1,4 @@
-"""Do a case's picks read faster through pointers than through tensor descriptors?  Split every stored pick by its indexing.
+"""What separates a case's faster picks from its slower ones?  Split every stored pick by its indexing, and by each of lfbo's knobs.
 
 Why: four of #5's rows over the 1.05 bar have no drawn fix left, three of them small shapes
 (rms_norm, fp8 attention, mamba2).  There `lfbo`'s picks read every access through a pointer,
@@ -19,13 +19,18 @@ What counts:
   variant made it;
 - ``descriptors``: how many of its ``indexing`` entries are ``tensor_descriptor``.
 
+The same question for every knob of `lfbo`'s pick (``lfbo_knob_ahead``): the picks that hold
+`lfbo`'s value of a knob against those that do not, where the first read ahead of all the second.
+On a row over the bar that names what the slower picks lack (attention small's tile: the picks on
+`lfbo`'s [128, 64] against those on the medium's [256, 64] or others).
+
 A case ``separates`` when both groups hold at least ``MIN_PICKS`` picks and every pick without
 descriptors reads ahead of every pick with some (or the other way round); with fewer, one pick on
 a side would decide it.  ``gap``: how far apart the nearest picks of the two sides read.  That is a pattern in the stores, not a
 measurement made for it: the groups differ in more than indexing.
 
-    python bench/probes/indexing_split.py --stores bench/results/store.json bench/results/variants_session*/var_*.json \\
-        --out bench/results/indexing_split.json
+    python bench/probes/pick_split.py --stores bench/results/store.json bench/results/variants_session*/var_*.json \\
+        --out bench/results/pick_split.json
 """
 
 from __future__ import annotations
@@ -72,9 +77,12 @@ def picks(stores: Iterable[tuple[str, Mapping[str, Any]]]) -> dict[tuple[str, st
                     vs = rec.get("vs_lfbo") or {}
                     if name == BASELINE or not (rec.get("config") and vs.get("ms") and vs.get("lfbo_ms")):
                         continue
-                    slot = found.setdefault((key, label), {"lfbo": descriptors(vs.get("lfbo_config") or {}), "picks": {}})
+                    lfbo_config = vs.get("lfbo_config") or {}
+                    slot = found.setdefault((key, label), {"lfbo": descriptors(lfbo_config), "lfbo_config": lfbo_config,
+                                                           "picks": {}})
                     pick = slot["picks"].setdefault(json.dumps(rec["config"], sort_keys=True), {
-                        "descriptors": descriptors(rec["config"]), "strategies": set(), "readings": set(), "stores": set()})
+                        "config": rec["config"], "descriptors": descriptors(rec["config"]), "strategies": set(),
+                        "readings": set(), "stores": set()})
                     pick["strategies"].add(name)
                     pick["stores"].add(path)
                     pick["readings"].add((vs["ms"], vs["lfbo_ms"]))
@@ -88,6 +96,25 @@ def _group(ratios: list[float]) -> dict[str, Any]:
             "max": round(max(ratios), 4), "over_bar": sum(r > BAR_WORST_LATENCY for r in ratios)}
 
 
+def _ahead(first: list[float], second: list[float]) -> float | None:
+    """How far apart the nearest picks read where every pick of ``first`` reads ahead of every pick of ``second``."""
+    if min(len(first), len(second)) < MIN_PICKS or max(first) >= min(second):
+        return None
+    return round(min(second) / max(first), 4)
+
+
+def lfbo_knob_ahead(lfbo_config: Mapping[str, Any], scored: list[tuple[Mapping[str, Any], float]]) -> dict[str, Any]:
+    """Each knob of `lfbo`'s pick whose value, held by a pick, puts it ahead of every pick without it."""
+    out = {}
+    for knob, value in sorted(lfbo_config.items()):
+        same = [r for config, r in scored if config.get(knob) == value]
+        other = [r for config, r in scored if config.get(knob) != value]
+        gap = _ahead(same, other)
+        if gap is not None:
+            out[knob] = {"value": value, "with": _group(same), "without": _group(other), "gap": gap}
+    return out
+
+
 def split(found: Mapping[tuple[str, str], Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Per (run, case): the picks without descriptors and those with some, and whether the two groups separate."""
     rows = []
@@ -95,8 +122,10 @@ def split(found: Mapping[tuple[str, str], Mapping[str, Any]]) -> list[dict[str, 
         pointer: list[float] = []
         described: list[float] = []
         listed = []
+        scored = []
         for pick in slot["picks"].values():
             ratio = statistics.median(ms / lfbo_ms for ms, lfbo_ms in pick["readings"])
+            scored.append((pick["config"], ratio))
             used, total = pick["descriptors"]
             (described if used else pointer).append(ratio)
             listed.append({"ratio": round(ratio, 4), "descriptors": f"{used}/{total}",
@@ -104,12 +133,13 @@ def split(found: Mapping[tuple[str, str], Mapping[str, Any]]) -> list[dict[str, 
                            "stores": sorted(pick["stores"])})
         row: dict[str, Any] = {"case": label, "run": key, "lfbo_descriptors": "{}/{}".format(*slot["lfbo"]),
                                "pointers_only": _group(pointer), "some_descriptors": _group(described),
-                               "picks": sorted(listed, key=lambda p: p["ratio"])}
+                               "picks": sorted(listed, key=lambda p: p["ratio"]),
+                               "lfbo_knob_ahead": lfbo_knob_ahead(slot["lfbo_config"], scored)}
         if min(len(pointer), len(described)) >= MIN_PICKS:
-            row["separates"] = ("pointers ahead" if max(pointer) < min(described)
-                                else "descriptors ahead" if max(described) < min(pointer) else "no")
-            if row["separates"] != "no":  # how far apart the nearest picks of the two sides read
-                row["gap"] = round(max(min(described) / max(pointer), min(pointer) / max(described)), 4)
+            pointers_gap, descriptors_gap = _ahead(pointer, described), _ahead(described, pointer)
+            row["separates"] = ("pointers ahead" if pointers_gap else "descriptors ahead" if descriptors_gap else "no")
+            if pointers_gap or descriptors_gap:  # how far apart the nearest picks of the two sides read
+                row["gap"] = pointers_gap or descriptors_gap
         elif pointer and described:
             row["separates"] = "too few picks"
         rows.append(row)
@@ -123,11 +153,15 @@ def main(argv: list[str] | None = None) -> int:
     ns = ap.parse_args(argv)
     rows = split(picks(read_stores(ns.stores)))
     separated = {r["case"]: f'{r["separates"]} by {r["gap"]}' for r in rows if "gap" in r}
+    over = {r["case"]: sorted(r["lfbo_knob_ahead"]) for r in rows
+            if r["lfbo_knob_ahead"] and any(p["ratio"] > BAR_WORST_LATENCY for p in r["picks"])}
     doc = {"what": __doc__.split("\n\n")[0], "stores": len(ns.stores), "cases": len(rows),
-           "separates": separated, "rows": rows}
+           "separates": separated, "lfbo_knob_ahead_where_picks_over_bar": over, "rows": rows}
     ns.out.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
-    print(f"indexing_split: {len(rows)} cases, {len(separated)} separate by indexing: "
+    print(f"pick_split: {len(rows)} cases, {len(separated)} separate by indexing: "
           + ", ".join(f"{c} ({s})" for c, s in sorted(separated.items())))
+    print(f"pick_split: lfbo's value of a knob puts the picks ahead, where some are over {BAR_WORST_LATENCY}: "
+          + "; ".join(f"{c}: {', '.join(k)}" for c, k in sorted(over.items())))
     return 0
 
 
