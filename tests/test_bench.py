@@ -1453,10 +1453,11 @@ def test_search_repeat_pairs_draws_of_one_search_from_the_same_seeds_and_sets_ap
 
 def test_pick_split_groups_each_pick_once_by_its_descriptors_and_by_each_of_lfbo_s_knobs(tmp_path: Path) -> None:
     """bench/probes/pick_split.py: picks without tensor descriptors against picks with some, and by lfbo's knobs, per case."""
-    from bench.probes.pick_split import descriptors, main, picks, split
+    from bench.probes.pick_split import main, picks, split
+    from tuning.bench.compare import descriptor_count
 
-    assert descriptors({"indexing": ["pointer", "tensor_descriptor"]}) == (1, 2)
-    assert descriptors({"indexing": "tensor_descriptor"}) == (1, 1) and descriptors({}) == (0, 0)
+    assert descriptor_count({"indexing": ["pointer", "tensor_descriptor"]}) == (1, 2)
+    assert descriptor_count({"indexing": "tensor_descriptor"}) == (1, 1) and descriptor_count({}) == (0, 0)
     lfbo_cfg = {"indexing": ["pointer", "pointer"]}
 
     def store(case: str, *rows: tuple[list[str], float]) -> dict[str, Any]:

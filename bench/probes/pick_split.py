@@ -48,20 +48,9 @@ sys.path.insert(0, str(ROOT))
 
 from bench.probes.judge_repeat import read_stores  # noqa: E402
 from tuning.bench import BASELINE  # noqa: E402
-from tuning.bench.compare import BAR_WORST_LATENCY  # noqa: E402
+from tuning.bench.compare import BAR_WORST_LATENCY, descriptor_count  # noqa: E402
 
-DESCRIPTOR = "tensor_descriptor"
 MIN_PICKS = 2  # per group, before a split is read as one
-
-
-def descriptors(config: Mapping[str, Any]) -> tuple[int, int]:
-    """(tensor-descriptor accesses, all accesses) of a config's ``indexing``; a single string applies to every access."""
-    indexing = config.get("indexing")
-    if isinstance(indexing, str):
-        return (1, 1) if indexing == DESCRIPTOR else (0, 1)
-    if not isinstance(indexing, list):
-        return 0, 0
-    return sum(1 for i in indexing if i == DESCRIPTOR), len(indexing)
 
 
 def picks(stores: Iterable[tuple[str, Mapping[str, Any]]]) -> dict[tuple[str, str], dict[str, Any]]:
@@ -78,10 +67,10 @@ def picks(stores: Iterable[tuple[str, Mapping[str, Any]]]) -> dict[tuple[str, st
                     if name == BASELINE or not (rec.get("config") and vs.get("ms") and vs.get("lfbo_ms")):
                         continue
                     lfbo_config = vs.get("lfbo_config") or {}
-                    slot = found.setdefault((key, label), {"lfbo": descriptors(lfbo_config), "lfbo_config": lfbo_config,
+                    slot = found.setdefault((key, label), {"lfbo": descriptor_count(lfbo_config), "lfbo_config": lfbo_config,
                                                            "picks": {}})
                     pick = slot["picks"].setdefault(json.dumps(rec["config"], sort_keys=True), {
-                        "config": rec["config"], "descriptors": descriptors(rec["config"]), "strategies": set(),
+                        "config": rec["config"], "descriptors": descriptor_count(rec["config"]), "strategies": set(),
                         "readings": set(), "stores": set()})
                     pick["strategies"].add(name)
                     pick["stores"].add(path)

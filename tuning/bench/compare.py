@@ -19,7 +19,7 @@ same-process pairs to pick configs.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ..strategies.seeded import SMALL_KERNEL_BELOW_MS
@@ -173,8 +173,11 @@ def shortfall_why(rec: dict[str, Any], base: dict[str, Any], ratio: float) -> st
             + descriptor_remark(rec, base))
 
 
-def _descriptor_count(config: dict[str, Any] | None) -> tuple[int, int]:
+def descriptor_count(config: Mapping[str, Any] | None) -> tuple[int, int]:
+    """(tensor-descriptor accesses, all accesses) of a config's ``indexing``; a single string applies to every access."""
     indexing = (config or {}).get("indexing")
+    if isinstance(indexing, str):
+        return (1, 1) if indexing == "tensor_descriptor" else (0, 1)
     if not isinstance(indexing, list):
         return 0, 0
     return sum(1 for i in indexing if i == "tensor_descriptor"), len(indexing)
@@ -190,8 +193,8 @@ def descriptor_remark(rec: dict[str, Any], base: dict[str, Any]) -> str:
     mine = rec.get("search_best_ms")
     if not mine or mine >= SMALL_KERNEL_BELOW_MS:
         return ""
-    used, total = _descriptor_count(rec.get("config"))
-    base_used, base_total = _descriptor_count(base.get("config"))
+    used, total = descriptor_count(rec.get("config"))
+    base_used, base_total = descriptor_count(base.get("config"))
     if not used or base_used or total != base_total:
         return ""
     return (f"; its pick reads {used} of {total} accesses through tensor descriptors, lfbo's none (the candidate fix, off: "
