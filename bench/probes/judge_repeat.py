@@ -31,7 +31,7 @@ import itertools
 import json
 import statistics
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +69,24 @@ def read_stores(paths: Iterable[Path]) -> list[tuple[str, Any]]:
     return docs
 
 
+def paired_records(stores: Iterable[tuple[str, Any]]) -> Iterator[tuple[str, str, str, str, dict[str, Any], dict[str, Any]]]:
+    """(store path, run key, case label, strategy, record, its ``vs_lfbo``) for each non-`lfbo` record paired with `lfbo`'s pick in one process.
+
+    One walk over the stores for every probe that reads pairings; a file that is not a bench store
+    (a probe's output, a summary) is passed over.
+    """
+    for path, doc in stores:
+        runs = doc.get("runs") if isinstance(doc, Mapping) else None
+        if not isinstance(runs, Mapping):
+            continue
+        for key, run in runs.items():
+            for label, case in run.get("cases", {}).items():
+                for name, rec in case.get("strategies", {}).items():
+                    vs = rec.get("vs_lfbo") or {}
+                    if name != BASELINE and rec.get("config") and vs.get("ms") and vs.get("lfbo_ms"):
+                        yield path, key, label, name, rec, vs
+
+
 def _canon(config: dict[str, Any]) -> str:
     return json.dumps(config, sort_keys=True)
 
@@ -81,20 +99,11 @@ def from_stores(stores: Iterable[tuple[str, dict[str, Any]]]) -> list[dict[str, 
     by their run key.
     """
     pairs: dict[tuple[str, str, str, str], dict[tuple[float, float], dict[str, Any]]] = {}
-    for path, doc in stores:
-        runs = doc.get("runs") if isinstance(doc, dict) else None
-        if not isinstance(runs, dict):
-            continue  # not a bench store (a probe's output, a summary)
-        for key, run in runs.items():
-            for label, case in run.get("cases", {}).items():
-                for name, rec in case.get("strategies", {}).items():
-                    vs = rec.get("vs_lfbo") or {}
-                    if name == BASELINE or not (rec.get("config") and vs.get("ms") and vs.get("lfbo_ms")):
-                        continue
-                    pair = (key, label, _canon(rec["config"]), _canon(vs["lfbo_config"]))
-                    reading = {"ratio": round(vs["ms"] / vs["lfbo_ms"], 4), "ms": vs["ms"], "lfbo_ms": vs["lfbo_ms"],
-                               "strategy": name, "finished_at": rec.get("finished_at"), "store": path}
-                    pairs.setdefault(pair, {}).setdefault((vs["ms"], vs["lfbo_ms"]), reading)
+    for path, key, label, name, rec, vs in paired_records(stores):
+        pair = (key, label, _canon(rec["config"]), _canon(vs["lfbo_config"]))
+        reading = {"ratio": round(vs["ms"] / vs["lfbo_ms"], 4), "ms": vs["ms"], "lfbo_ms": vs["lfbo_ms"],
+                   "strategy": name, "finished_at": rec.get("finished_at"), "store": path}
+        pairs.setdefault(pair, {}).setdefault((vs["ms"], vs["lfbo_ms"]), reading)
     rows = []
     for (key, label, mine, theirs), readings in sorted(pairs.items()):
         if len(readings) < 2:

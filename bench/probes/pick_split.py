@@ -46,8 +46,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from bench.probes.judge_repeat import read_stores  # noqa: E402
-from tuning.bench import BASELINE  # noqa: E402
+from bench.probes.judge_repeat import paired_records, read_stores  # noqa: E402
 from tuning.bench.compare import BAR_WORST_LATENCY, descriptor_count  # noqa: E402
 
 MIN_PICKS = 2  # per group, before a split is read as one
@@ -56,25 +55,16 @@ MIN_PICKS = 2  # per group, before a split is read as one
 def picks(stores: Iterable[tuple[str, Mapping[str, Any]]]) -> dict[tuple[str, str], dict[str, Any]]:
     """(run, case) -> the `lfbo` pick's indexing and each other pick once, with its distinct same-process readings."""
     found: dict[tuple[str, str], dict[str, Any]] = {}
-    for path, doc in stores:
-        runs = doc.get("runs") if isinstance(doc, dict) else None
-        if not isinstance(runs, dict):
-            continue  # not a bench store
-        for key, run in runs.items():
-            for label, case in run.get("cases", {}).items():
-                for name, rec in case.get("strategies", {}).items():
-                    vs = rec.get("vs_lfbo") or {}
-                    if name == BASELINE or not (rec.get("config") and vs.get("ms") and vs.get("lfbo_ms")):
-                        continue
-                    lfbo_config = vs.get("lfbo_config") or {}
-                    slot = found.setdefault((key, label), {"lfbo": descriptor_count(lfbo_config), "lfbo_config": lfbo_config,
-                                                           "picks": {}})
-                    pick = slot["picks"].setdefault(json.dumps(rec["config"], sort_keys=True), {
-                        "config": rec["config"], "descriptors": descriptor_count(rec["config"]), "strategies": set(),
-                        "readings": set(), "stores": set()})
-                    pick["strategies"].add(name)
-                    pick["stores"].add(path)
-                    pick["readings"].add((vs["ms"], vs["lfbo_ms"]))
+    for path, key, label, name, rec, vs in paired_records(stores):
+        lfbo_config = vs.get("lfbo_config") or {}
+        slot = found.setdefault((key, label), {"lfbo": descriptor_count(lfbo_config), "lfbo_config": lfbo_config,
+                                               "picks": {}})
+        pick = slot["picks"].setdefault(json.dumps(rec["config"], sort_keys=True), {
+            "config": rec["config"], "descriptors": descriptor_count(rec["config"]), "strategies": set(),
+            "readings": set(), "stores": set()})
+        pick["strategies"].add(name)
+        pick["stores"].add(path)
+        pick["readings"].add((vs["ms"], vs["lfbo_ms"]))
     return found
 
 

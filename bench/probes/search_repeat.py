@@ -35,7 +35,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from bench.probes.judge_repeat import read_stores, spread  # noqa: E402
+from bench.probes.judge_repeat import paired_records, read_stores, spread  # noqa: E402
 from tuning.bench import BASELINE  # noqa: E402
 from tuning.bench.compare import BAR_WORST_LATENCY  # noqa: E402
 from tuning.bench.same_search import before_finishes  # noqa: E402
@@ -60,22 +60,15 @@ def collect(stores: Iterable[tuple[str, Mapping[str, Any]]], strategy: str = "se
     if strategy == BASELINE:
         return []  # lfbo is what every draw is paired against: it has no pairing of its own
     groups: dict[tuple[str, str, str, str], dict[tuple[Any, ...], dict[str, Any]]] = {}
-    for path, doc in stores:
-        runs = doc.get("runs") if isinstance(doc, Mapping) else None
-        if not isinstance(runs, Mapping):
-            continue  # not a bench store
-        for key, run in runs.items():
-            for label, case in run.get("cases", {}).items():
-                rec = case.get("strategies", {}).get(strategy)
-                vs = (rec or {}).get("vs_lfbo") or {}
-                if not (rec and rec.get("seed_digest") and vs.get("ms") and vs.get("lfbo_ms")):
-                    continue
-                group = groups.setdefault((key, label, rec["seed_digest"], _search_key(rec)), {})
-                draw = (rec.get("finished_at"), rec.get("configs_tested"), rec.get("search_best_ms"))
-                group.setdefault(draw, {
-                    "ratio": round(vs["ms"] / vs["lfbo_ms"], 4), "finished_at": rec.get("finished_at"),
-                    "budget_seed": (rec.get("budget") or {}).get("seed"), "configs": rec.get("configs_tested"),
-                    "search_best_ms": rec.get("search_best_ms"), "finish_moved": finish_moved(rec), "store": path})
+    for path, key, label, name, rec, vs in paired_records(stores):
+        if name != strategy or not rec.get("seed_digest"):
+            continue
+        group = groups.setdefault((key, label, rec["seed_digest"], _search_key(rec)), {})
+        draw = (rec.get("finished_at"), rec.get("configs_tested"), rec.get("search_best_ms"))
+        group.setdefault(draw, {
+            "ratio": round(vs["ms"] / vs["lfbo_ms"], 4), "finished_at": rec.get("finished_at"),
+            "budget_seed": (rec.get("budget") or {}).get("seed"), "configs": rec.get("configs_tested"),
+            "search_best_ms": rec.get("search_best_ms"), "finish_moved": finish_moved(rec), "store": path})
     rows = []
     for (key, label, digest, _), draws in sorted(groups.items()):
         if len(draws) < 2:
