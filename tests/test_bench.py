@@ -1491,6 +1491,7 @@ def test_pick_split_groups_each_pick_once_by_its_descriptors_and_by_each_of_lfbo
     assert main(["--stores", *paths, "--out", str(out)]) == 0
     doc = json.loads(out.read_text())
     assert doc["separates"] == {"p.m:k@s": "pointers ahead by 1.0693"}
+    assert (doc["cases"], doc["picks"], doc["readings"]) == (3, 10, 10)  # the trial's copies of the table's picks count once
     assert doc["lfbo_knob_ahead_where_picks_over_bar"] == {"p.m:k@s": ["indexing"]}
 
 

@@ -135,6 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     over = {r["case"]: sorted(r["lfbo_knob_ahead"]) for r in rows
             if r["lfbo_knob_ahead"] and any(p["ratio"] > BAR_WORST_LATENCY for p in r["picks"])}
     doc = {"what": __doc__.split("\n\n")[0], "stores": len(ns.stores), "cases": len(rows),
+           "picks": sum(len(r["picks"]) for r in rows), "readings": sum(p["readings"] for r in rows for p in r["picks"]),
            "separates": separated, "lfbo_knob_ahead_where_picks_over_bar": over, "rows": rows}
     ns.out.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
     print(f"pick_split: {len(rows)} cases, {len(separated)} separate by indexing: "
