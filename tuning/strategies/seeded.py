@@ -230,10 +230,12 @@ FIRST_POPULATION = {"seed_neighbours": 0}
 # the search's clock cannot.  Off: a candidate fix for rms_norm small.  Every stored pick there with
 # even one of its 7 accesses through a tensor descriptor read 1.079-1.195 against lfbo (8 picks), the
 # two with none 1.002 and 1.015; lfbo's reads none (bench/results/pick_split.json, from the
-# stores).  The finish alone did not reach them: its 8 finalists held descriptors on both draws
-# (session 20: 1.195; session 44: 1.099), as every finalist of a search seeded from a medium pick
-# with 5-7 of them can; and the pointer seed variants did not either (session 40: 1.079, one
-# descriptor back by the end of the search).  Cost, estimated: one compile, one checked run and
+# stores).  The search starts there from the medium's pick, which reads none, and ends on
+# descriptors anyway (the table's pick: 6 of 7): its clock, at the launch floor, cannot see their
+# cost, and the ``td2`` seed variants offer them.  The finish alone did not reach the pointers: its
+# pick held descriptors on both draws (session 20: 7 of 7, 1.195; session 44: 3 of 7, 1.099; the
+# other finalists' configs are not recorded), and the pointer seed variants add nothing where the
+# seed is all pointers already (session 40: 1 of 7, 1.079).  Cost, estimated: one compile, one checked run and
 # three CUDA-graph timings per copy, a few seconds for 4.  Not yet drawn on the GPU; try it with
 # bench/seeded_variant.py (--set small_kernel_finish.finalists=8 --set small_kernel_finish.pointer_copies=4).
 SMALL_KERNEL_FINISH = {"finalists": 0, "pointer_copies": 0}
