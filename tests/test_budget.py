@@ -416,16 +416,22 @@ def test_rank_as_shipped_holds_a_config_the_search_never_ran_to_the_pick_s_outpu
 
     class Bound:
         def compile_config(self, config: Any, allow_print: bool = False) -> Callable[..., torch.Tensor]:
-            return lambda *args: torch.full((4,), float(config["out"]))
+            def run(*args: Any) -> torch.Tensor:
+                if config["out"] < 0:  # compiled lazily, as Triton does: the first call fails
+                    raise RuntimeError("out of resource: shared memory")
+                return torch.full((4,), float(config["out"]))
+            return run
 
     monkeypatch.setattr(as_shipped, "time_ms", lambda fn, device: (float(fn()[0]) and ms.pop(0), "fake"))
     picked, finalist = {"out": 1.0, "k": "pick"}, {"out": 1.0, "k": "finalist"}
     wrong, right = {"out": 2.0, "k": "wrong copy"}, {"out": 1.0, "k": "right copy"}
+    too_big = {"out": -1.0, "k": "copy over the GPU's limits"}
     ms = [0.5, 0.6, 0.4]  # one round: the pick, the finalist, the copy that agreed
     config, info = as_shipped.rank_as_shipped(Bound(), (), picked, [picked, finalist], rounds=1,
-                                              unchecked=[wrong, right, finalist])  # a finalist is not a copy
-    assert config == right and info["chose_copy"] and info["copies"] == 2 and info["finalists"] == 4
-    assert len(info["failed"]) == 1 and info["failed"][0].startswith("{'out': 2.0, 'k': 'wrong copy'}: output differs")
+                                              unchecked=[wrong, too_big, right, finalist])  # a finalist is not a copy
+    assert config == right and info["chose_copy"] and info["copies"] == 3 and info["finalists"] == 5
+    assert len(info["failed"]) == 2 and info["failed"][0].startswith("{'out': 2.0, 'k': 'wrong copy'}: output differs")
+    assert "did not run: RuntimeError: out of resource" in info["failed"][1]
     assert info["timed_ms"] == [0.5, 0.6, 0.4] and info["chosen_index"] == 2
 
     ms[:] = [0.5]  # a kernel that writes into its arguments: no check is possible, so no copy is timed
