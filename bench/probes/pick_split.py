@@ -2,8 +2,8 @@
 
 Why: four of #5's rows over the 1.05 bar have no drawn fix left, three of them small shapes
 (rms_norm, fp8 attention, mamba2).  There `lfbo`'s picks read every access through a pointer,
-while most of `seeded`'s picks read some through tensor descriptors (TMA), carried over from
-a medium pick or added by the ``td2`` seed variants.  A small shape's search cannot tell the two
+while most of `seeded`'s picks read some through tensor descriptors (TMA), picked up by the
+search (the ``td2`` seed variants offer them; rms_norm small's medium seed has none).  A small shape's search cannot tell the two
 apart on its own clock: on rms_norm small both searches read their picks at 0.0074 ms, the
 launch floor, where the fresh process reads 0.0040 and 0.0045 (``search_best_ms`` against
 ``ms`` in ``bench/results/store.json``).  If descriptors cost a few-microsecond kernel a fixed
@@ -53,15 +53,12 @@ MIN_PICKS = 2  # per group, before a split is read as one
 
 
 def picks(stores: Iterable[tuple[str, Mapping[str, Any]]]) -> dict[tuple[str, str], dict[str, Any]]:
-    """(run, case) -> the `lfbo` pick's indexing and each other pick once, with its distinct same-process readings."""
+    """(run, case) -> the `lfbo` pick's config and each other pick once, with its distinct same-process readings."""
     found: dict[tuple[str, str], dict[str, Any]] = {}
     for path, key, label, name, rec, vs in paired_records(stores):
-        lfbo_config = vs.get("lfbo_config") or {}
-        slot = found.setdefault((key, label), {"lfbo": descriptor_count(lfbo_config), "lfbo_config": lfbo_config,
-                                               "picks": {}})
+        slot = found.setdefault((key, label), {"lfbo_config": vs.get("lfbo_config") or {}, "picks": {}})
         pick = slot["picks"].setdefault(json.dumps(rec["config"], sort_keys=True), {
-            "config": rec["config"], "descriptors": descriptor_count(rec["config"]), "strategies": set(),
-            "readings": set(), "stores": set()})
+            "config": rec["config"], "strategies": set(), "readings": set(), "stores": set()})
         pick["strategies"].add(name)
         pick["stores"].add(path)
         pick["readings"].add((vs["ms"], vs["lfbo_ms"]))
@@ -105,12 +102,12 @@ def split(found: Mapping[tuple[str, str], Mapping[str, Any]]) -> list[dict[str, 
         for pick in slot["picks"].values():
             ratio = statistics.median(ms / lfbo_ms for ms, lfbo_ms in pick["readings"])
             scored.append((pick["config"], ratio))
-            used, total = pick["descriptors"]
+            used, total = descriptor_count(pick["config"])
             (described if used else pointer).append(ratio)
             listed.append({"ratio": round(ratio, 4), "descriptors": f"{used}/{total}",
                            "strategies": sorted(pick["strategies"]), "readings": len(pick["readings"]),
                            "stores": sorted(pick["stores"])})
-        row: dict[str, Any] = {"case": label, "run": key, "lfbo_descriptors": "{}/{}".format(*slot["lfbo"]),
+        row: dict[str, Any] = {"case": label, "run": key, "lfbo_descriptors": "{}/{}".format(*descriptor_count(slot["lfbo_config"])),
                                "pointers_only": _group(pointer), "some_descriptors": _group(described),
                                "picks": sorted(listed, key=lambda p: p["ratio"]),
                                "lfbo_knob_ahead": lfbo_knob_ahead(slot["lfbo_config"], scored)}

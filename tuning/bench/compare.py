@@ -22,7 +22,7 @@ import math
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from ..strategies.seeded import SMALL_KERNEL_BELOW_MS
+from ..strategies.seeded import SMALL_KERNEL_BELOW_MS, TENSOR_DESCRIPTOR
 from . import BASELINE
 from .same_search import same_search
 from .seeding import BuildSeeds, build_earlier, seeded_as_now
@@ -177,10 +177,10 @@ def descriptor_count(config: Mapping[str, Any] | None) -> tuple[int, int]:
     """(tensor-descriptor accesses, all accesses) of a config's ``indexing``; a single string applies to every access."""
     indexing = (config or {}).get("indexing")
     if isinstance(indexing, str):
-        return (1, 1) if indexing == "tensor_descriptor" else (0, 1)
+        return (1, 1) if indexing == TENSOR_DESCRIPTOR else (0, 1)
     if not isinstance(indexing, list):
         return 0, 0
-    return sum(1 for i in indexing if i == "tensor_descriptor"), len(indexing)
+    return sum(1 for i in indexing if i == TENSOR_DESCRIPTOR), len(indexing)
 
 
 def descriptor_remark(rec: dict[str, Any], base: dict[str, Any]) -> str:
