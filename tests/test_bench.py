@@ -34,12 +34,16 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 # ----------------------------------------------------------------------------- (1) store round trip and resume
 
+FAKE_SHAPE_KEYS = {"small": "f32[4]", "medium": "f32[8]", "large": "f32[16]"}  # what a record says it measured
+
+
 class FakeTune:
     """A named stand-in for the engine's tune: no Helion; records what it was asked to tune."""
 
     def __init__(self) -> None:
         self.calls: list[tuple[str, str]] = []
         self.seeds: list[tuple[dict[str, Any], ...]] = []  # context.seeds of each call
+        self.seed_shapes: list[tuple[str, ...]] = []  # context.seed_shapes of each call
         self.interrupt_at: int | None = None
         self.tag = ""  # appended to non-lfbo configs: a rerun that picks another config
         self.search_best_ms: dict[str, float] = {}  # shape name -> the search's best reading, where given
@@ -47,6 +51,7 @@ class FakeTune:
     def __call__(self, case: Case, name: str, budget: Any, device: str, dev_key: DeviceKey, context: Any) -> Any:
         self.calls.append((f"{case.kernel_id}@{case.spec.name}", name))
         self.seeds.append(tuple(context.seeds))
+        self.seed_shapes.append(tuple(context.seed_shapes))
         if self.interrupt_at is not None and len(self.calls) == self.interrupt_at:
             raise KeyboardInterrupt  # a run stopped mid-way (Ctrl-C, lost machine)
         lfbo = name == "lfbo"
@@ -54,7 +59,7 @@ class FakeTune:
         extra = {} if lfbo else {"seeds": len(context.seeds), "as_shipped": {"finalists": 3, "changed": True}}
         if case.spec.name in self.search_best_ms:
             extra["search_best_ms"] = self.search_best_ms[case.spec.name]
-        return SimpleNamespace(config=config,
+        return SimpleNamespace(config=config, shape=FAKE_SHAPE_KEYS.get(case.spec.name),
                                provenance={"configs_tested": 400 if lfbo else 50, "seconds": 100.0 if lfbo else 25.0,
                                            "ms": 1.0, "strategy": name, "budget": {"effort": "quick"},
                                            "versions": {"helion": "1.5.0"}, **extra})
@@ -1065,6 +1070,11 @@ def test_each_strategy_is_seeded_as_a_first_build_with_it_would_be(tmp_path: Pat
     assert seeds[("pkg.m:k@medium", "seeded")] == ()  # cold: nothing known yet
     assert [c["by"] for c in seeds[("pkg.m:k@small", "seeded")]] == ["seeded@medium"]
     assert sorted(c["by"] for c in seeds[("pkg.m:k@large", "seeded")]) == ["seeded@medium", "seeded@small"]
+    # Each seed comes with the shape key it was tuned at (the scaled-tile variants read which way it goes).
+    shapes = dict(zip(tune.calls, tune.seed_shapes))
+    for label in ("pkg.m:k@small", "pkg.m:k@large"):
+        assert shapes[(label, "seeded")] == tuple(FAKE_SHAPE_KEYS[c["by"].split("@")[1]] for c in seeds[(label, "seeded")])
+    assert shapes[("pkg.m:k@medium", "seeded")] == ()
     (run_doc,) = store.doc["runs"].values()
     rec = run_doc["cases"]["pkg.m:k@large"]["strategies"]["seeded"]
     assert rec["seeding"] == SEEDING and rec["seeded_from_shapes"] == ["medium", "small"] and "seeds_from_lock" not in rec
@@ -1493,6 +1503,45 @@ def test_pick_split_groups_each_pick_once_by_its_descriptors_and_by_each_of_lfbo
     assert doc["separates"] == {"p.m:k@s": "pointers ahead by 1.0693"}
     assert (doc["cases"], doc["picks"], doc["readings"]) == (3, 10, 10)  # the trial's copies of the table's picks count once
     assert doc["lfbo_knob_ahead_where_picks_over_bar"] == {"p.m:k@s": ["indexing"]}
+
+
+def test_pick_split_tells_the_picks_that_kept_their_seed_s_tile_from_those_on_lfbo_s(tmp_path: Path) -> None:
+    """bench/probes/pick_split.py's ``tiles``: the evidence ``seed_variants.scaled_tiles`` was built on.
+
+    Each pick's seed tile is the same store's same-strategy pick at its nearest seed shape (the
+    medium); a cold start has none.
+    """
+    from bench.probes.pick_split import main
+
+    lfbo = {"block_sizes": [128]}
+
+    def store(large: list[tuple[str, list[int], float]], medium: list[int]) -> dict[str, Any]:
+        cases: dict[str, Any] = {"p.m:k@medium": {"strategies": {
+            "lfbo": {"config": lfbo}, "seeded": {"config": {"block_sizes": medium}, "seeded_from_shapes": [],
+                                                 "vs_lfbo": {"lfbo_config": lfbo, "ms": 1.0, "lfbo_ms": 1.0}}}}}
+        strategies: dict[str, Any] = {"lfbo": {"config": lfbo}}
+        for name, tile, ratio in large:
+            strategies[name] = {"config": {"block_sizes": tile, "by": name}, "seeded_from_shapes": ["medium", "small"],
+                                "vs_lfbo": {"lfbo_config": lfbo, "ms": ratio, "lfbo_ms": 1.0}}
+        cases["p.m:k@large"] = {"strategies": strategies}
+        return {"runs": {"H200|x": {"cases": cases}}}
+
+    docs = {"a.json": store([("seeded", [64], 1.08), ("hybrid", [128], 1.01)], medium=[64]),
+            "b.json": store([("seeded", [32], 1.2)], medium=[64])}
+    paths = []
+    for name, doc in docs.items():
+        (tmp_path / name).write_text(json.dumps(doc))
+        paths.append(str(tmp_path / name))
+    out = tmp_path / "pick_split.json"
+    assert main(["--stores", *paths, "--out", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    rows = {r["case"]: r for r in doc["rows"]}
+    tiles = rows["p.m:k@large"]["tiles"]
+    assert tiles["lfbo"] == [128] and tiles["seeds"] == [[64]]
+    assert (tiles["kept_seed_tile"]["picks"], tiles["kept_seed_tile"]["max"], tiles["kept_seed_tile"]["over_bar"]) == (1, 1.08, 1)
+    assert tiles["on_lfbo_tile"]["picks"] == 1 and tiles["other_tile"]["picks"] == 1  # hybrid on lfbo's; [32] another
+    assert rows["p.m:k@medium"]["tiles"]["seeds"] == []  # a cold start has no seed tile
+    assert list(doc["seed_tile_kept_where_picks_over_bar"]) == ["p.m:k@large"]
 
 
 def test_lfbo_spread_re_times_two_lfbo_draws_in_one_process_and_refuses_draws_it_cannot_compare() -> None:

@@ -590,7 +590,8 @@ def test_bounded_polish_benchmarks_only_the_picked_neighbours(pallas_env: None, 
 
 
 def _tiny_seeded_tune(monkeypatch: pytest.MonkeyPatch, on_seeds: Callable[[list[Any]], None],
-                     seeds: tuple[dict[str, Any], ...] | None = None) -> tuple[Any, Any]:
+                     seeds: tuple[dict[str, Any], ...] | None = None,
+                     seed_shapes: tuple[str, ...] = ()) -> tuple[Any, Any]:
     """A real seeded tune of tinypkg, small enough for the CPU: (case, lock entry).
 
     ``on_seeds`` sees the seed configs handed to Helion's search, as the search is built.
@@ -608,7 +609,7 @@ def _tiny_seeded_tune(monkeypatch: pytest.MonkeyPatch, on_seeds: Callable[[list[
 
     monkeypatch.setattr(LFBOTreeSearch, "set_best_available_seed_configs", record)
     case = _case()
-    context = TuneContext(case.kernel_id, case.spec.name, seeds=seeds or (_default_config(),))
+    context = TuneContext(case.kernel_id, case.spec.name, seeds=seeds or (_default_config(),), seed_shapes=seed_shapes)
     small = Budget(effort="quick", initial_population=2, max_generations=1, polish_rounds=1, max_configs=3)
     return case, tune_case(case, seeded.SeededStrategy(), small, "cpu", _dev(), context)
 
@@ -621,15 +622,15 @@ def test_seed_variants_add_each_seed_at_the_other_pid_types(pallas_env: None, mo
     """
     import torch
 
-    from tuning.strategies import seeded
+    from tuning.strategies import seed_variants, seeded
 
     a, b = {"block_sizes": [32], "pid_type": "flat"}, {"block_sizes": [64]}
     allowed = ("flat", "persistent_blocked", "persistent_interleaved")
-    assert seeded.pid_type_variants([a, b], allowed, 0) == [a, b]
-    assert seeded.pid_type_variants([a, b], allowed, 1) == [
+    assert seed_variants.pid_type_variants([a, b], allowed, 0) == [a, b]
+    assert seed_variants.pid_type_variants([a, b], allowed, 1) == [
         a, b, {"block_sizes": [32], "pid_type": "persistent_blocked"},
         {"block_sizes": [32], "pid_type": "persistent_interleaved"}]
-    assert len(seeded.pid_type_variants([a, b], allowed, 5)) == 2 + 2 + 2  # b names none: Helion's default, flat
+    assert len(seed_variants.pid_type_variants([a, b], allowed, 5)) == 2 + 2 + 2  # b names none: Helion's default, flat
     # As shipped: the first seed's layouts, and recorded in the limits (so older rows are "other search").
     assert seeded.SEED_VARIANTS["pid_types"] == 1
     assert seeded.search_limits()["seed_variants"] == {"pid_types": 1, "tensor_descriptors": 2}
@@ -659,17 +660,17 @@ def test_tensor_descriptor_variants_switch_every_access_at_once_and_reach_a_cold
     once.  On a cold start the search has no seeds, so the variants are made from Helion's own
     starts (its compiler seeds, then its default config, completed on this shape's space).
     """
-    from tuning.strategies import seeded
+    from tuning.strategies import seed_variants, seeded
 
-    td = seeded.TENSOR_DESCRIPTOR
+    td = seed_variants.TENSOR_DESCRIPTOR
     a = {"block_sizes": [64], "indexing": ["pointer", "pointer"]}
     b = {"block_sizes": [32]}  # names no indexing: Helion's default fills it, so no variant
-    assert seeded.tensor_descriptor_variants([a, b], 0) == [a, b]
-    assert seeded.tensor_descriptor_variants([a, b], 2) == [
+    assert seed_variants.tensor_descriptor_variants([a, b], 0) == [a, b]
+    assert seed_variants.tensor_descriptor_variants([a, b], 2) == [
         a, b, {**a, "indexing": [td, td], "host_tensor_descriptors": False},
         {**a, "indexing": [td, td], "host_tensor_descriptors": True}]
     already = {"indexing": [td], "host_tensor_descriptors": False}
-    assert seeded.tensor_descriptor_variants([already], 1) == [already, {**already, "host_tensor_descriptors": True}]
+    assert seed_variants.tensor_descriptor_variants([already], 1) == [already, {**already, "host_tensor_descriptors": True}]
 
     class Spec:
         compiler_seed_configs = [{"block_sizes": [128]}, {"block_sizes": [16]}]
@@ -697,27 +698,104 @@ def test_tensor_descriptor_variants_switch_every_access_at_once_and_reach_a_cold
 
     assert seeded.SEED_VARIANTS["tensor_descriptors"] == 2  # as shipped
     monkeypatch.setitem(seeded.SEED_VARIANTS, "tensor_descriptors", 0)
-    assert seeded.cold_start_variants(Gen(("pointer", td))) == []  # off: nothing added
+    assert seed_variants.cold_start_variants(Gen(("pointer", td))) == []  # off: nothing added
     assert "tensor_descriptors" not in seeded.search_limits().get("seed_variants", {})
     monkeypatch.setitem(seeded.SEED_VARIANTS, "tensor_descriptors", 2)
-    made = seeded.cold_start_variants(Gen(("pointer", td)))
+    made = seed_variants.cold_start_variants(Gen(("pointer", td)))
     assert [(m["block_sizes"], m["indexing"], m["host_tensor_descriptors"]) for m in made] == [
         ([128], [td] * 3, False), ([128], [td] * 3, True), ([32], [td] * 3, False), ([32], [td] * 3, True)]
-    assert seeded.cold_start_variants(Gen(("pointer",))) == []  # no descriptors here (a CPU): no slots spent
+    assert seed_variants.cold_start_variants(Gen(("pointer",))) == []  # no descriptors here (a CPU): no slots spent
     assert seeded.search_limits()["seed_variants"] == {"pid_types": 1, "tensor_descriptors": 2}
 
     # The way back (off): a seed from a descriptor medium, again with every access a pointer.
     carried = {"block_sizes": [64], "indexing": [td, "pointer", td], "host_tensor_descriptors": True}
     plain = {"block_sizes": [32], "indexing": ["pointer"]}  # already all pointers: nothing to add
-    assert seeded.pointer_variants([carried, plain], 0) == [carried, plain]
-    assert seeded.pointer_variants([carried, plain], 2) == [
+    assert seed_variants.pointer_variants([carried, plain], 0) == [carried, plain]
+    assert seed_variants.pointer_variants([carried, plain], 2) == [
         carried, plain, {"block_sizes": [64], "indexing": ["pointer"] * 3, "host_tensor_descriptors": False}]
     bare = {"block_sizes": [64], "indexing": ["block_ptr"]}  # a backend without TMA names no host switch: none added
-    assert seeded.pointer_variants([bare], 1)[1:] == [{"block_sizes": [64], "indexing": ["pointer"]}]
+    assert seed_variants.pointer_variants([bare], 1)[1:] == [{"block_sizes": [64], "indexing": ["pointer"]}]
     monkeypatch.setitem(seeded.SEED_VARIANTS, "pointers", 1)
-    made = seeded.cold_start_variants(Gen(("pointer", td)))
+    made = seed_variants.cold_start_variants(Gen(("pointer", td)))
     assert all(m["indexing"] == [td] * 3 for m in made)  # a cold start's own starts read through pointers already
     assert seeded.search_limits()["seed_variants"] == {"pid_types": 1, "tensor_descriptors": 2, "pointers": 1}
+
+
+def test_scaled_tile_variants_halve_toward_a_smaller_shape_and_double_toward_a_larger(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """seeded's scaled-tile variants (off), on attention's real config spaces (bound on the CPU, no compile).
+
+    The stores' attention small picks on lfbo's [128, 64] read 1.028-1.098 and those that kept the
+    medium seed's [256, 64] 1.100-1.140; every gdn large pick kept the medium's [64] (lfbo: [128])
+    and read 1.070-1.086 (bench/results/pick_split.json).  So a seed from a larger problem comes again with its tile halved, one axis at
+    a time and all at once, and one from a smaller problem with it doubled; never outside this
+    shape's block-size bounds, so Helion never clamps a variant back onto its seed.
+    """
+    import torch
+
+    from model_kernels.attention import attention
+    from tuning.strategies import seed_variants, seeded
+
+    small_key = ", ".join(["bf16[4, 16, 512, 64]"] * 3)
+    medium_key = ", ".join(["bf16[4, 32, 2048, 128]"] * 3)
+    assert seed_variants.tile_directions([medium_key, small_key, "", "7"], small_key) == [-1, 0, 0, 0]
+    assert seed_variants.tile_directions([small_key], medium_key) == [1]
+    assert seed_variants.tile_directions([small_key], "") == [0]  # this shape not known: no way to go
+
+    small = attention.bind((torch.empty(4, 16, 512, 64, dtype=torch.bfloat16),) * 3).config_spec
+    bounds = seed_variants.tile_bounds(small)
+    assert bounds == [(16, 512), (16, 512)]  # Helion's: a dot operand's tile is at least 16
+    seed = {"block_sizes": [256, 64], "num_warps": 8, "pid_type": "persistent_blocked"}  # the table's medium pick
+    made = seed_variants.scaled_tile_variants([seed], [-1], bounds, 1)
+    assert [m["block_sizes"] for m in made] == [[256, 64], [128, 64], [256, 32], [128, 32]]
+    assert all(m["num_warps"] == 8 and m["pid_type"] == "persistent_blocked" for m in made)  # only the tile moves
+    for variant in made[1:]:
+        config = dict(variant)
+        small.normalize(config)
+        assert config["block_sizes"] == variant["block_sizes"]  # each a config of this space as it is
+    assert seed_variants.scaled_tile_variants([seed], [-1], bounds, 0) == [seed]  # off
+    assert seed_variants.scaled_tile_variants([seed], [0], bounds, 1) == [seed]  # the same shape: nothing to scale
+    floor = {"block_sizes": [32, 16]}  # 16 cannot halve here: only the other axis moves, and no "all" copy
+    assert seed_variants.scaled_tile_variants([floor], [-1], bounds, 1)[1:] == [{"block_sizes": [16, 16]}]
+    other = {"block_sizes": [64]}  # another code shape's tile: left as it is
+    assert seed_variants.scaled_tile_variants([other], [-1], bounds, 1) == [other]
+    up = seed_variants.scaled_tile_variants([{"block_sizes": [512, 64]}], [1], bounds, 1)
+    assert [m["block_sizes"] for m in up[1:]] == [[512, 128]]  # 1024 is over this axis' 512
+
+    # Off as shipped, so no stored record's search changes; on, the limits say so.
+    assert seeded.SEED_VARIANTS["scaled_tiles"] == 0
+    assert "scaled_tiles" not in seeded.search_limits()["seed_variants"]
+    assert seed_variants.with_seed_variants([seed], small, [-1]) == [seed, {**seed, "pid_type": "flat"},
+                                                                    {**seed, "pid_type": "persistent_interleaved"}]
+    assert seed_variants.scaled_tiles([seed], [-1], small) == {}
+    monkeypatch.setitem(seeded.SEED_VARIANTS, "scaled_tiles", 1)
+    assert seeded.search_limits()["seed_variants"] == {"pid_types": 1, "tensor_descriptors": 2, "scaled_tiles": 1}
+    assert seed_variants.with_seed_variants([seed], small, [-1])[:4] == made  # the first seeds lead every variant
+    assert seed_variants.scaled_tiles([seed], [-1], small) == {"variants": 3, "ways": ["halved"]}
+
+
+def test_seeded_scales_a_seed_s_tile_from_the_shape_it_was_tuned_at(pallas_env: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The scaled-tile variants in a real seeded tune (tinypkg, Pallas interpret): the seed's shape comes in the context.
+
+    A seed tuned at a larger problem reaches Helion's search with its tile halved, and the
+    record says which way and how many; a seed whose shape is not known gets none.
+    """
+    from tuning.strategies import seeded
+
+    monkeypatch.setitem(seeded.SEED_VARIANTS, "scaled_tiles", 1)
+    seed = _default_config()
+    assert seed["block_sizes"] == [32, 128]
+    seen: list[list[Any]] = []
+    _, entry = _tiny_seeded_tune(monkeypatch, seen.append, seeds=(seed,), seed_shapes=("f32[256, 256], f32[256, 256]",))
+    handed = [c.config["block_sizes"] for c in seen[0]]
+    assert handed[:2] == [[32, 128], [16, 128]]  # Pallas holds the last axis whole (128 to 128): only the first moves
+    assert [16, 64] not in handed and [32, 64] not in handed
+    assert entry.provenance["scaled_tiles"] == {"variants": 1, "ways": ["halved"]}
+
+    seen.clear()
+    _, entry = _tiny_seeded_tune(monkeypatch, seen.append, seeds=(seed,))  # no shape known (an LLM's seed, an old lock)
+    assert [c.config["block_sizes"] for c in seen[0]][:2] != [[32, 128], [16, 128]]
+    assert "scaled_tiles" not in entry.provenance
 
 
 def test_reduction_loop_variants_roll_a_whole_axis_at_a_half_and_a_quarter(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -730,7 +808,7 @@ def test_reduction_loop_variants_roll_a_whole_axis_at_a_half_and_a_quarter(monke
     import torch
 
     from model_kernels.softmax import softmax
-    from tuning.strategies import seeded
+    from tuning.strategies import seed_variants, seeded
 
     spec = softmax.bind((torch.empty(4096, 32768, dtype=torch.bfloat16),)).config_spec
     axes = [s.size_hint for s in spec.reduction_loops]
@@ -738,11 +816,11 @@ def test_reduction_loop_variants_roll_a_whole_axis_at_a_half_and_a_quarter(monke
     whole = {"block_sizes": [1], "num_warps": 32, "reduction_loops": [None]}
     looped = {"block_sizes": [2], "reduction_loops": [4096]}
     other = {"block_sizes": [4]}  # names no reduction_loops: made for another code shape, left alone
-    assert seeded.reduction_loop_variants([whole, looped], axes, 0) == [whole, looped]
-    assert seeded.reduction_loop_variants([whole, looped, other], axes, 3) == [
+    assert seed_variants.reduction_loop_variants([whole, looped], axes, 0) == [whole, looped]
+    assert seed_variants.reduction_loop_variants([whole, looped, other], axes, 3) == [
         whole, looped, other, {**whole, "reduction_loops": [16384]}, {**whole, "reduction_loops": [8192]}]
-    assert seeded.reduction_loop_variants([whole], [12], 1) == [whole, {**whole, "reduction_loops": [8]}]  # 4 < Helion's 8
-    for variant in seeded.reduction_loop_variants([whole], axes, 1)[1:]:
+    assert seed_variants.reduction_loop_variants([whole], [12], 1) == [whole, {**whole, "reduction_loops": [8]}]  # 4 < Helion's 8
+    for variant in seed_variants.reduction_loop_variants([whole], axes, 1)[1:]:
         config = dict(variant)
         spec.normalize(config)  # Helion takes each variant as a valid config here, and keeps it looped
         assert config["reduction_loops"] == variant["reduction_loops"]

@@ -21,7 +21,7 @@ from .lock import LockEntry
 from .plan import Case
 from .runtime.keys import DeviceKey
 from .strategies import Budget, TuneContext
-from .tune import CaseResult, TuneRun, failed, record_tuned, seeds_for, tuning_environment, tuning_order
+from .tune import CaseResult, TuneRun, context_for, failed, record_tuned, tuning_environment, tuning_order
 
 
 class BudgetSpent(KilnError):
@@ -103,7 +103,7 @@ class Ledger:
             return None
         self.pending.remove(case)
         run = self.run
-        context = TuneContext(case.kernel_id, case.spec.name, seeds_for(case, self.known, self.device_key), run.llm)
+        context = context_for(case, self.known, self.device_key, run.llm)
         job = Job(str(run.project_dir), case.kernel_id, case.source_hash, case.spec, self.strategy, run.budget,
                   run.device, self.device_key, context, self.deadline)
         run.on_start(case)

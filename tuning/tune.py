@@ -126,18 +126,30 @@ def tuning_order(cases: list[Case]) -> list[Case]:
 SEED_LIMIT = 6  # known configs handed to a strategy; more would crowd out its own exploration
 
 
-def seeds_for(case: Case, known: list[LockEntry], device_key: DeviceKey, limit: int = SEED_LIMIT) -> tuple[dict[str, Any], ...]:
-    """Configs known for this kernel, nearest first: this GPU before others, this source before older."""
+def seed_entries(case: Case, known: list[LockEntry], device_key: DeviceKey, limit: int = SEED_LIMIT) -> list[LockEntry]:
+    """Entries known for this kernel, each config once, nearest first: this GPU before others, this source before older."""
     mine = [e for e in known if e.kernel == case.kernel_id]
     mine.sort(key=lambda e: (e.arch != device_key.arch, e.device != device_key.name, e.source_hash != case.source_hash))
-    out: list[dict[str, Any]] = []
+    out: list[LockEntry] = []
     seen: set[str] = set()
     for e in mine:
         text = json.dumps(dict(e.config), sort_keys=True)
         if text not in seen:
             seen.add(text)
-            out.append(dict(e.config))
-    return tuple(out[:limit])
+            out.append(e)
+    return out[:limit]
+
+
+def seeds_for(case: Case, known: list[LockEntry], device_key: DeviceKey, limit: int = SEED_LIMIT) -> tuple[dict[str, Any], ...]:
+    """The configs of :func:`seed_entries`."""
+    return tuple(dict(e.config) for e in seed_entries(case, known, device_key, limit))
+
+
+def context_for(case: Case, known: list[LockEntry], device_key: DeviceKey, llm: LlmSettings | None) -> TuneContext:
+    """What a strategy is told about ``case``: its seeds, the shapes they were tuned at, and the LLM."""
+    entries = seed_entries(case, known, device_key)
+    return TuneContext(case.kernel_id, case.spec.name, tuple(dict(e.config) for e in entries), llm,
+                       tuple(e.shape for e in entries))
 
 
 @dataclass(frozen=True)
@@ -186,7 +198,7 @@ def run_plan(run: TuneRun) -> list[CaseResult]:
                     on_case(results[-1])
                     continue
                 case_budget = dataclasses.replace(budget, seconds=min(left, budget.seconds or left))
-            context = TuneContext(case.kernel_id, case.spec.name, seeds_for(case, known, plan.device), run.llm)
+            context = context_for(case, known, plan.device, run.llm)
             run.on_start(case)
             try:
                 entry = tune_case(case, strategy, case_budget, run.device, plan.device, context)

@@ -24,6 +24,11 @@ The same question for every knob of `lfbo`'s pick (``lfbo_knob_ahead``): the pic
 On a row over the bar that names what the slower picks lack (attention small's tile: the picks on
 `lfbo`'s [128, 64] against those on the medium's [256, 64] or others).
 
+And by tile (``tiles``): the picks on `lfbo`'s tile, those on the tile their search was seeded
+from (the same store's pick at the nearest seed shape), and the rest.  A search that never leaves
+its seed's tile is what ``seed_variants.scaled_tiles`` was built for (gdn large: every pick kept
+the medium's [64], `lfbo`'s is [128]); ``seed_tile_kept_where_picks_over_bar`` lists those rows.
+
 A case ``separates`` when both groups hold at least ``MIN_PICKS`` picks and every pick without
 descriptors reads ahead of every pick with some (or the other way round); with fewer, one pick on
 a side would decide it.  ``gap``: how far apart the nearest picks of the two sides read.  That is a pattern in the stores, not a
@@ -52,17 +57,56 @@ from tuning.bench.compare import BAR_WORST_LATENCY, descriptor_count  # noqa: E4
 MIN_PICKS = 2  # per group, before a split is read as one
 
 
+def seed_tile(doc: Mapping[str, Any], key: str, label: str, name: str, rec: Mapping[str, Any]) -> list[Any] | None:
+    """The tile of the pick ``rec``'s search was seeded from: the same store's ``name`` record at its nearest seed shape.
+
+    The bench seeds a shape from the same strategy's picks at the shapes a build tunes before
+    it, the middle one first (``seeded_from_shapes``); None on a cold start or where the store
+    no longer holds that record.
+    """
+    shapes = rec.get("seeded_from_shapes") or []
+    if not shapes:
+        return None
+    nearest = "medium" if "medium" in shapes else shapes[0]
+    cases = doc.get("runs", {}).get(key, {}).get("cases", {})
+    seed = cases.get(f"{label.rpartition('@')[0]}@{nearest}", {}).get("strategies", {}).get(name) or {}
+    return (seed.get("config") or {}).get("block_sizes")
+
+
 def picks(stores: Iterable[tuple[str, Mapping[str, Any]]]) -> dict[tuple[str, str], dict[str, Any]]:
     """(run, case) -> the `lfbo` pick's config and each other pick once, with its distinct same-process readings."""
+    stores = list(stores)
+    docs = dict(stores)
     found: dict[tuple[str, str], dict[str, Any]] = {}
     for path, key, label, name, rec, vs in paired_records(stores):
         slot = found.setdefault((key, label), {"lfbo_config": vs.get("lfbo_config") or {}, "picks": {}})
         pick = slot["picks"].setdefault(json.dumps(rec["config"], sort_keys=True), {
-            "config": rec["config"], "strategies": set(), "readings": set(), "stores": set()})
+            "config": rec["config"], "strategies": set(), "readings": set(), "stores": set(), "seed_tiles": set()})
         pick["strategies"].add(name)
         pick["stores"].add(path)
         pick["readings"].add((vs["ms"], vs["lfbo_ms"]))
+        if (tile := seed_tile(docs[path], key, label, name, rec)) is not None:
+            pick["seed_tiles"].add(json.dumps(tile))
     return found
+
+
+def tiles(lfbo_config: Mapping[str, Any], scored: list[tuple[Mapping[str, Any], float, set[str]]]) -> dict[str, Any]:
+    """The picks by tile: on `lfbo`'s, on the tile their search was seeded from, and on another.
+
+    Why: a seed from another shape carries that shape's tile, and a search that never leaves it
+    (every gdn large pick kept the medium's [64]; `lfbo`'s is [128]) is what
+    ``seed_variants.scaled_tiles`` was built for.  A pick on both `lfbo`'s and its seed's tile
+    counts as `lfbo`'s.
+    """
+    lfbo_tile = lfbo_config.get("block_sizes")
+    on_lfbo = [r for config, r, _ in scored if config.get("block_sizes") == lfbo_tile]
+    kept = [r for config, r, seeds in scored
+            if config.get("block_sizes") != lfbo_tile and json.dumps(config.get("block_sizes")) in seeds]
+    other = [r for config, r, seeds in scored
+             if config.get("block_sizes") != lfbo_tile and json.dumps(config.get("block_sizes")) not in seeds]
+    seeds = sorted({s for _, _, found in scored for s in found})
+    return {"lfbo": lfbo_tile, "seeds": [json.loads(s) for s in seeds], "on_lfbo_tile": _group(on_lfbo),
+            "kept_seed_tile": _group(kept), "other_tile": _group(other)}
 
 
 def _group(ratios: list[float]) -> dict[str, Any]:
@@ -101,16 +145,18 @@ def split(found: Mapping[tuple[str, str], Mapping[str, Any]]) -> list[dict[str, 
         scored = []
         for pick in slot["picks"].values():
             ratio = statistics.median(ms / lfbo_ms for ms, lfbo_ms in pick["readings"])
-            scored.append((pick["config"], ratio))
+            scored.append((pick["config"], ratio, pick["seed_tiles"]))
             used, total = descriptor_count(pick["config"])
             (described if used else pointer).append(ratio)
             listed.append({"ratio": round(ratio, 4), "descriptors": f"{used}/{total}",
+                           "tile": pick["config"].get("block_sizes"),
                            "strategies": sorted(pick["strategies"]), "readings": len(pick["readings"]),
                            "stores": sorted(pick["stores"])})
         row: dict[str, Any] = {"case": label, "run": key, "lfbo_descriptors": "{}/{}".format(*descriptor_count(slot["lfbo_config"])),
                                "pointers_only": _group(pointer), "some_descriptors": _group(described),
                                "picks": sorted(listed, key=lambda p: p["ratio"]),
-                               "lfbo_knob_ahead": lfbo_knob_ahead(slot["lfbo_config"], scored)}
+                               "lfbo_knob_ahead": lfbo_knob_ahead(slot["lfbo_config"], [s[:2] for s in scored]),
+                               "tiles": tiles(slot["lfbo_config"], scored)}
         if min(len(pointer), len(described)) >= MIN_PICKS:
             pointers_gap, descriptors_gap = _ahead(pointer, described), _ahead(described, pointer)
             row["separates"] = ("pointers ahead" if pointers_gap else "descriptors ahead" if descriptors_gap else "no")
@@ -131,14 +177,20 @@ def main(argv: list[str] | None = None) -> int:
     separated = {r["case"]: f'{r["separates"]} by {r["gap"]}' for r in rows if "gap" in r}
     over = {r["case"]: sorted(r["lfbo_knob_ahead"]) for r in rows
             if r["lfbo_knob_ahead"] and any(p["ratio"] > BAR_WORST_LATENCY for p in r["picks"])}
+    kept = {r["case"]: r["tiles"] for r in rows if r["tiles"]["kept_seed_tile"].get("over_bar")}
     doc = {"what": __doc__.split("\n\n")[0], "stores": len(ns.stores), "cases": len(rows),
            "picks": sum(len(r["picks"]) for r in rows), "readings": sum(p["readings"] for r in rows for p in r["picks"]),
-           "separates": separated, "lfbo_knob_ahead_where_picks_over_bar": over, "rows": rows}
+           "separates": separated, "lfbo_knob_ahead_where_picks_over_bar": over,
+           "seed_tile_kept_where_picks_over_bar": kept, "rows": rows}
     ns.out.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
     print(f"pick_split: {len(rows)} cases, {len(separated)} separate by indexing: "
           + ", ".join(f"{c} ({s})" for c, s in sorted(separated.items())))
     print(f"pick_split: lfbo's value of a knob puts the picks ahead, where some are over {BAR_WORST_LATENCY}: "
           + "; ".join(f"{c}: {', '.join(k)}" for c, k in sorted(over.items())))
+    print("pick_split: picks over the bar on the tile their search was seeded from: "
+          + "; ".join(f"{c}: lfbo {k['lfbo']}, {k['kept_seed_tile']['picks']} kept the seed's "
+                      f"({k['kept_seed_tile']['min']}-{k['kept_seed_tile']['max']}), "
+                      f"{k['on_lfbo_tile']['picks']} on lfbo's" for c, k in sorted(kept.items())))
     return 0
 
 

@@ -22,7 +22,8 @@ import math
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from ..strategies.seeded import SMALL_KERNEL_BELOW_MS, TENSOR_DESCRIPTOR
+from ..strategies.seed_variants import TENSOR_DESCRIPTOR
+from ..strategies.seeded import SMALL_KERNEL_BELOW_MS
 from . import BASELINE
 from .same_search import same_search
 from .seeding import BuildSeeds, build_earlier, seeded_as_now

@@ -39,7 +39,7 @@ import sys
 import tempfile
 import time
 import traceback
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -374,6 +374,20 @@ def own_seeds(run: Mapping[str, Any], case: Any, strategy: str, limits: Mapping[
     return BuildSeeds(run, earlier, by_limits).seeds(case_label(case.kernel_id, case.spec.name), strategy, case.source_hash)
 
 
+def seed_shapes(run: Mapping[str, Any], kernel_id: str, shape_names: Sequence[str]) -> tuple[str, ...]:
+    """The shape key each of ``shape_names`` was measured at, "" where no record says.
+
+    Any strategy's record of a shape says it (a shape key is the inputs', not the search's), so
+    the seeds a variant takes from another search's picks (bench/seeded_variant.py) have theirs too.
+    """
+    cases = run.get("cases", {})
+    out: list[str] = []
+    for name in shape_names:
+        records = cases.get(case_label(kernel_id, name), {}).get("strategies", {}).values()
+        out.append(next((r["shape"] for r in records if isinstance(r.get("shape"), str) and r["shape"]), ""))
+    return tuple(out)
+
+
 def _release(device: str) -> None:
     """Drop the finished tune's tensors before the next one (the GPU holds large cases' inputs)."""
     import gc
@@ -405,7 +419,8 @@ def _run_one(store: Store, run: dict[str, Any], case: Any, name: str, budget: An
     limits = strategy_limits(name)
     own = own_seeds(run, case, name, limits, earlier) if name != BASELINE else {}
     seeds = tuple(own.values())[:SEED_LIMIT]
-    context = TuneContext(case.kernel_id, case.spec.name, seeds, llm if name in LLM_STRATEGIES else None)
+    context = TuneContext(case.kernel_id, case.spec.name, seeds, llm if name in LLM_STRATEGIES else None,
+                          seed_shapes(run, case.kernel_id, list(own)[:SEED_LIMIT]))
     record: dict[str, Any] = {"strategy": name, "source_hash": case.source_hash, "spec": case.spec.declared,
                               "budget": budget.as_provenance(), "seeding": SEEDING, "strategy_limits": limits,
                               "seeded_from_shapes": sorted(own), "seed_digest": seed_digest(own)}

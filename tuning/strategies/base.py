@@ -61,13 +61,16 @@ class TuneContext:
 
     ``seeds`` are configs already known to be good for this kernel: lock
     entries at other shapes or on other GPUs, and shapes finished earlier in
-    this build, nearest first.
+    this build, nearest first.  ``seed_shapes``: the shape key each seed was
+    tuned at, in the same order (shorter, or "" for a seed, where not known), so
+    a strategy can tell a seed from a larger problem from one of a smaller.
     """
 
     kernel_id: str = ""
     shape_name: str = ""
     seeds: tuple[dict[str, Any], ...] = ()
     llm: LlmSettings | None = None
+    seed_shapes: tuple[str, ...] = ()
 
 
 class Strategy(Protocol):

@@ -15,16 +15,19 @@ import contextlib
 import dataclasses
 import os
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, NamedTuple
 
 from .as_shipped import accuracy_tolerances, finalists, rank_as_shipped
+from ..runtime.keys import shape_key
 from .base import Budget, TuneContext, TuneOutcome
 from .first_population import pad_with_seed_neighbours
 from .lfbo import apply_budget_settings, run_search, search_kwargs
 from .polish import bound_polish
 from .seed_check import widen_when_seeds_lose
-from .seed_transfer import reduction_axes, transfer_errors, transfer_seeds
+from .seed_transfer import transfer_seeds
+from .seed_variants import (SEED_VARIANTS, cold_start_variants, pointer_variants, scaled_tiles, tile_directions,
+                            with_seed_variants)
 from .warm_worker import warm_worker
 
 # Search limits.  Explicit budget keys win.  Both tables are Helion's quick profile
@@ -105,82 +108,6 @@ AS_SHIPPED = {"finalists": 0, "rounds": 3}
 # logs), not yet measured on the GPU.  Try it with bench/seeded_variant.py
 # (--set polish.max_neighbors=24).
 POLISH = {"max_neighbors": 0}
-
-# Seed variants, added after the seeds themselves.  ``pid_types`` (on): the first seed again
-# at every other program-id layout the kernel allows.  The fix for swiglu@small, the one case
-# over the 1.05 worst-case bar (1.052 against lfbo in sessions 14 and 17): its search, started
-# from its medium shape's `flat` pick, stayed among `flat` configs while lfbo's found
-# `persistent_blocked` ([8, 512], 6 stages); the layout is one categorical choice a
-# neighbourhood search rarely crosses together with the block sizes it suits.  Measured on the
-# H200 as a variant against the stored lfbo config re-timed beside it, twice: 1.0272 at 3.71x
-# less time (session 17) and 1.0282 at 4.20x (session 18; bench/results/variants_session1{7,8}/).
-# Cost: one population slot per variant, and one more finalist in Helion's final re-benchmark
-# each (Helion pins every seed as a finalist), about 1 s apiece under the fast finish's 1000 ms
-# target.  Turning it on changed seeded's recorded limits, so every `seeded` row measured
-# before it is "other search" in the bench report until the table reruns it.
-#
-# ``reduction_loops``: the first seeds again with each reduction they hold whole (persistent,
-# ``None``) rolled into a loop over a half and a quarter of the axis.  Off: a candidate fix
-# for softmax@large (session 16, 1.0485 against lfbo).  Its seeds came from the medium and
-# small shapes (8192 and 1024 columns), where a persistent reduction is best.  At 32768
-# columns both searches first stood on the same persistent config (32 warps: lfbo's random
-# 100 at 0.1865 ms, seeded's 24 at 0.1862); lfbo's first generation (49 neighbours, 5 search
-# paths) found a loop (8192, 16 warps, 0.1839) and reached 0.1775 by its third,
-# while seeded's two generations (12 and 10 neighbours, 2 paths) stayed persistent and
-# stopped there (bench/logs/table_session16).
-# A seed from a smaller shape held its own, shorter axis whole, and declared shapes are a few
-# times apart (softmax: 4x, 8x), so a half and a quarter of the new axis bracket the chunk the
-# seed held.  Cost: two population slots per seed and axis, and two finalists (as above).
-# Measured once on the H200 (session 17, bench/results/variants_session17/var_rloop1.json):
-# softmax@large 1.0500 against lfbo, no gain over the search without it (1.0485), so it
-# stays off; try it with bench/seeded_variant.py (--set seed_variants.reduction_loops=1).
-#
-# ``tensor_descriptors`` = N: the first N seeds again with every memory access through a tensor
-# descriptor (TMA on the H200), once with device-built and once with host-built descriptors; on a
-# cold start, where the search has no seeds of its own, the first N of Helion's compiler seeds and
-# default config.  Built as a candidate fix for the rows furthest over the bar.  In the table (#5,
-# bench/results/store.json) lfbo's picks for mamba2 medium and large and fp8 attention medium and
-# large read 8-10 of 11 (mamba2) or 3 of 4 (fp8) accesses as tensor descriptors, host-built, where
-# seeded's picks, 1.107-1.215 against them, read 0-1; grouped GEMM small likewise (4 of 5 against
-# none, 1.081).  Session 31's log of mamba2 medium (bench/logs/table_session31/table0.log) shows
-# every path's best with all 11 accesses as pointers from the first population to the polish:
-# switching them is 11 single-knob steps, each of which alone need not pay, so a neighbourhood
-# search does not make it, as with ``pid_types``.  Cost: two population slots per seed (they take
-# the random pad's place) and two pinned finalists.
-# Measured on the H200 in session 39 as a variant (``td2``: tensor_descriptors=2; stores, logs and
-# bench/draws.py's verdict in bench/results/variants_session39/), on 10 rows drawn in build order,
-# each against lfbo's stored pick re-timed beside it: mamba2 medium 1.124 -> 0.946, small 1.236 ->
-# 1.115, large 1.215 -> 1.001; fp8 attention medium 1.107 -> 1.030, small 1.180 -> 1.095, large
-# 1.117 -> 1.063; grouped GEMM medium 1.054 and 1.107 (two draws) -> 1.041; rms_norm medium, small,
-# large 1.000/1.124/1.001 -> 1.000/1.110/1.001 (table -> variant, draws.json's same-process ratios).
-# On those 10 rows: latency 1.0389 against the table's 1.1159, time 5.367x
-# against 5.939x, 4 over 1.05 against 8.  Its picks on mamba2 and fp8 read 9 of 11 and 2 of 4
-# accesses as host-built descriptors, as lfbo's do, so the gain is the mechanism, not the draw.
-# Sessions 40 and 41 drew it on 23 more rows (bench/results/variants_session4{0,1}/): on the 33
-# drawn, latency 1.0053 against the table's 1.0262, 8 over 1.05 against 13, time 4.99x against
-# 5.26x, the worst row attention small at 1.589 (seeded from a td2 medium pick that transfers badly).
-# Session 42 drew swiglu's three (bench/results/variants_session42/): over all 36 rows, in place of
-# the table's, 5.136x, latency 1.0047, worst 1.589, 8 over 1.05, against the table search's 5.375x,
-# 1.0247, 1.236 and 13 (draws.json).  On: adopted on all 36 rows, as every search must be, never
-# on the rows picked for it (``coldwide_bounded`` gained 1.154 -> 1.088 on its first three and lost
-# over all 36).  Its worst row is worse than the table's: attention small, whose second draw under
-# ``td2`` (session 42, ``td2chk``, where the seed check did not fire) read 1.075.
-#
-# ``pointers`` = N: the first N seeds again with every access through a pointer, the way back.  Off:
-# a candidate fix for the small shapes still over the bar under ``tensor_descriptors`` (session 39).
-# lfbo's picks at mamba2, fp8 attention and rms_norm small read none of their accesses through
-# descriptors (0 of 11, 0 of 4, 0 of 7), while td2's picks there, two of them seeded from a
-# descriptor medium, read 9 of 11 (host-built), 2 of 4 (host-built) and 6 of 7, and stayed
-# 1.095-1.115 behind; mamba2 small's search itself rated its pick 17.6% behind lfbo's best, so it is the region,
-# not the clock (bench/results/variants_session39/report/).  Seeds only: on a cold start Helion's
-# own starts already read through pointers.  Measured (bench/TABLE.md, sessions 40 and 45): mamba2
-# small 1.006 and grouped GEMM small 1.000 once each, rms_norm small 1.079, fp8 attention small
-# 1.301 and then 1.092 (1.095 and 1.086 without it): no fix there, so it stays off.  Try it with
-# bench/seeded_variant.py (--set seed_variants.pointers=2).
-SEED_VARIANTS = {"pid_types": 1, "reduction_loops": 0, "tensor_descriptors": 2, "pointers": 0}
-POINTER = "pointer"
-TENSOR_DESCRIPTOR = "tensor_descriptor"
-REDUCTION_LOOP_MIN = 8  # Helion's smallest reduction loop chunk (ReductionLoopSpec's fragment low)
 
 # Search clock: ``cudagraph`` = 1 times every candidate of seeded's search as a CUDA-graph
 # replay (Helion 1.5 reads HELION_BENCHMARK_CUDAGRAPH in its autotune benchmark), the clock
@@ -370,122 +297,6 @@ def verified_readings(settings: Any, within_pct: int) -> Iterator[dict[str, Any]
         settings.autotune_rebenchmark_threshold = before
 
 
-def _with_variants(seeds: Sequence[dict[str, Any]], count: int,
-                   variants_of: Callable[[dict[str, Any]], Iterable[dict[str, Any]]]) -> list[dict[str, Any]]:
-    """``seeds``, then ``variants_of`` each of the first ``count`` of them, each config once."""
-    out = [dict(s) for s in seeds]
-    for seed in seeds[:max(0, count)]:
-        for variant in variants_of(seed):
-            if variant not in out:
-                out.append(variant)
-    return out
-
-
-def pid_type_variants(seeds: Sequence[dict[str, Any]], allowed: Sequence[str], count: int) -> list[dict[str, Any]]:
-    """``seeds``, then the first ``count`` of them at each other allowed ``pid_type`` (deduplicated).
-
-    Helion transfers every seed onto the kernel's config space and drops one it cannot
-    (base_search's best-available population), so a layout a config cannot use costs
-    nothing but the log line.
-    """
-    return _with_variants(seeds, count, lambda seed: (
-        {**seed, "pid_type": p} for p in allowed if p != seed.get("pid_type", "flat")))  # Helion's default is flat
-
-
-def reduction_loop_variants(seeds: Sequence[dict[str, Any]], size_hints: Sequence[int],
-                            count: int) -> list[dict[str, Any]]:
-    """``seeds``, then the first ``count`` of them with each whole-axis reduction rolled at a half and a quarter of the axis.
-
-    ``size_hints`` are the kernel's reduction axes at this shape, in ``reduction_loops``
-    order.  A seed that names no ``reduction_loops``, or another number of entries than there are
-    axes, was made for another code shape and is left as it is.
-    """
-    def rolled(seed: dict[str, Any]) -> Iterator[dict[str, Any]]:
-        loops = seed.get("reduction_loops")
-        if not isinstance(loops, list) or len(loops) != len(size_hints):
-            return
-        for i, size in enumerate(size_hints):
-            top = 1 << max(0, int(size) - 1).bit_length()  # next power of two, as Helion rounds the axis
-            for chunk in (top // 2, top // 4):
-                if loops[i] is None and REDUCTION_LOOP_MIN <= chunk < size:
-                    yield {**seed, "reduction_loops": [*loops[:i], chunk, *loops[i + 1:]]}
-
-    return _with_variants(seeds, count, rolled)
-
-
-def tensor_descriptor_variants(seeds: Sequence[dict[str, Any]], count: int) -> list[dict[str, Any]]:
-    """``seeds``, then the first ``count`` of them with every ``indexing`` entry a tensor descriptor, built on the device and on the host.
-
-    A seed that names no ``indexing`` (Helion fills in its default) is left as it is: the
-    number of accesses is the kernel's, and only a full config says it.
-    """
-    def described(seed: dict[str, Any]) -> Iterator[dict[str, Any]]:
-        indexing = seed.get("indexing")
-        if isinstance(indexing, list) and indexing:
-            for host in (False, True):
-                yield {**seed, "indexing": [TENSOR_DESCRIPTOR] * len(indexing), "host_tensor_descriptors": host}
-
-    return _with_variants(seeds, count, described)
-
-
-def pointer_variants(seeds: Sequence[dict[str, Any]], count: int) -> list[dict[str, Any]]:
-    """``seeds``, then the first ``count`` of them with every ``indexing`` entry a pointer (no descriptors to build).
-
-    Why both directions: a seed from a larger shape carries its descriptors to a shape where their
-    setup may not pay, and the way back is as many single-knob steps as the way there.
-    """
-    def pointed(seed: dict[str, Any]) -> Iterator[dict[str, Any]]:
-        indexing = seed.get("indexing")
-        if isinstance(indexing, list) and any(i != POINTER for i in indexing):
-            # Clear the host-descriptor switch only where the config names it (a backend without TMA has no such key).
-            host = {"host_tensor_descriptors": False} if "host_tensor_descriptors" in seed else {}
-            yield {**seed, "indexing": [POINTER] * len(indexing), **host}
-
-    return _with_variants(seeds, count, pointed)
-
-
-def takes_descriptors(config_spec: Any) -> bool:
-    """Whether this GPU and backend offer tensor-descriptor indexing (Helion's own test; not on a CPU)."""
-    valid = getattr(config_spec, "valid_indexing_types", None)
-    return callable(valid) and TENSOR_DESCRIPTOR in valid()
-
-
-def cold_start_variants(config_gen: Any) -> list[dict[str, Any]]:
-    """On a search with no seeds of its own: the ``SEED_VARIANTS`` that are on, made from Helion's own starts.
-
-    Helion's starts are its compiler seeds, then its default config, each as the full config
-    this shape's space makes of it (a compiler seed may name only a few keys).  Only the
-    variants are returned: Helion puts its starts in the first population itself.
-    """
-    count = SEED_VARIANTS["tensor_descriptors"] if takes_descriptors(config_gen.config_spec) else 0
-    if count <= 0:
-        return []
-    errors = transfer_errors()
-    starts: list[dict[str, Any]] = []
-    for config in [*config_gen.config_spec.compiler_seed_configs, config_gen.unflatten(config_gen.default_flat())]:
-        try:
-            full = dict(config_gen.unflatten(config_gen.flatten(config)))
-        except errors:
-            continue
-        if full not in starts:
-            starts.append(full)
-    return tensor_descriptor_variants(starts, count)[len(starts):]
-
-
-def with_seed_variants(seeds: Sequence[dict[str, Any]], config_spec: Any) -> list[dict[str, Any]]:
-    """``seeds`` plus the ``SEED_VARIANTS`` that are on, for this kernel's config space.
-
-    One place for both searches that start from known seeds: ``seeded`` and ``hybrid``'s
-    stage 2 (whose first seed is the LLM's best), so the limits both record hold for both.
-    """
-    allowed = tuple(getattr(config_spec, "allowed_pid_types", ()))
-    out = pid_type_variants(seeds, allowed, SEED_VARIANTS["pid_types"])
-    out = reduction_loop_variants(out, reduction_axes(config_spec), SEED_VARIANTS["reduction_loops"])
-    described = SEED_VARIANTS["tensor_descriptors"] if takes_descriptors(config_spec) else 0
-    out = tensor_descriptor_variants(out, described)
-    return pointer_variants(out, SEED_VARIANTS["pointers"])  # the first seeds lead all four
-
-
 def fast_finish(search: Any) -> dict[str, Any]:
     """Apply seeded's fast finish to one Helion search; return what was applied (for provenance).
 
@@ -564,7 +375,8 @@ class SeededStrategy:
         apply_budget_settings(bound_kernel, budget)
         kwargs = search_kwargs(LFBOTreeSearch, bound_kernel, budget)
         given = len(context.seeds)
-        variants = with_seed_variants(context.seeds, bound_kernel.config_spec)
+        directions = tile_directions(context.seed_shapes, shape_key(args))
+        variants = with_seed_variants(context.seeds, bound_kernel.config_spec, directions)
         kwargs.update(reduced_limits(budget, WITH_SEEDS if given else COMPILER_SEEDS_ONLY))
         stop = {"patience": SEARCH_STOP["patience"]} if SEARCH_STOP["patience"] > 0 else {}
         kwargs.update(stop)
@@ -603,6 +415,8 @@ class SeededStrategy:
         outcome.extra["seeds"] = given
         if len(variants) > given:
             outcome.extra["seed_variants"] = len(variants) - given
+        if scaled := scaled_tiles(context.seeds, directions, bound_kernel.config_spec):
+            outcome.extra["scaled_tiles"] = scaled
         if transfer := placed.provenance():
             outcome.extra["seed_transfer"] = transfer
         # What each optional step did, under the key the store and the report read; a step that did
