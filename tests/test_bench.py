@@ -1544,6 +1544,33 @@ def test_pick_split_tells_the_picks_that_kept_their_seed_s_tile_from_those_on_lf
     assert list(doc["seed_tile_kept_where_picks_over_bar"]) == ["p.m:k@large"]
 
 
+def test_scaled_tiles_preview_runs_the_variant_on_the_table_s_own_seeds(tmp_path: Path) -> None:
+    """bench/probes/scaled_tiles_preview.py: which tiles the variant would seed, per row, with no GPU."""
+    from bench.probes.scaled_tiles_preview import main
+
+    def rec(tile: list[int], shape: str, seeded_from: list[str]) -> dict[str, Any]:
+        return {"config": {"block_sizes": tile}, "shape": shape, "seeded_from_shapes": seeded_from,
+                "source_hash": "sha256:a", "seeding": SEEDING}
+
+    cases = {f"p.m:k@{name}": {"kernel_id": "p.m:k", "shape_name": name, "strategies": {
+        "lfbo": {"config": {"block_sizes": lfbo}, "shape": shape}, "seeded": rec(mine, shape, seeded_from)}}
+        for name, shape, mine, lfbo, seeded_from in (
+            ("small", "f32[4, 512]", [32, 64], [64, 64], ["medium"]),
+            ("medium", "f32[8, 2048]", [128, 64], [128, 64], []),
+            ("large", "f32[16, 8192]", [128, 64], [256, 64], ["medium", "small"]))}
+    store = tmp_path / "store.json"
+    store.write_text(json.dumps({"runs": {"H200|x": {"cases": cases}}}))
+    out = tmp_path / "preview.json"
+    assert main(["--store", str(store), "--out", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    rows = {r["case"]: r for r in doc["runs"]["H200|x"]}
+    assert set(rows) == {"p.m:k@small", "p.m:k@large"}  # the medium starts cold: no seed, no variant
+    assert rows["p.m:k@small"]["ways"] == [-1] and rows["p.m:k@small"]["variants"] == [[64, 64], [128, 32], [64, 32]]
+    assert rows["p.m:k@large"]["ways"] == [1]  # only the first seed, the medium, is scaled
+    assert rows["p.m:k@large"]["variants"] == [[256, 64], [128, 128], [256, 128]]
+    assert doc["reaches_lfbo_tile"] == ["p.m:k@large", "p.m:k@small"]
+
+
 def test_lfbo_spread_re_times_two_lfbo_draws_in_one_process_and_refuses_draws_it_cannot_compare() -> None:
     """bench/probes/lfbo_spread.py: the noise floor under the latency bar, one judge process per case."""
     from bench.probes.lfbo_spread import compare
