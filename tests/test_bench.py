@@ -403,6 +403,38 @@ def test_report_says_when_the_fresh_process_saw_far_more_than_the_search_and_whe
             "the first 128 of 234 configs in its trajectory; 141 s against lfbo's 291 s") in slow_why(rec, base)
 
 
+def test_report_says_when_lfbo_s_tile_is_the_pick_s_seed_tile_scaled_toward_its_shape() -> None:
+    """gdn large (H200): every stored pick kept the medium seed's [64], lfbo's is [128]; the report names the fix built.
+
+    ``seed_tile`` finds the first seed a first build hands the search and which way the row's
+    shape lies from it; ``tile_remark`` speaks only where lfbo's tile is that seed's scaled.
+    """
+    from tuning.bench.compare import seed_tile, tile_remark
+    from tuning.bench.seeding import BuildSeeds
+
+    lfbo = {"config": {"block_sizes": [128]}}
+    kept = {"config": {"block_sizes": [64]}}
+    assert tile_remark(kept, lfbo, [64], 1) == (
+        "; lfbo's tile [128] is its seed's [64] doubled toward this shape, and the pick kept it (the candidate fix, "
+        "off: seeded's seed_variants.scaled_tiles, the seed again with its tile scaled)")
+    assert "the pick is on [32, 16]" in tile_remark({"config": {"block_sizes": [32, 16]}},
+                                                  {"config": {"block_sizes": [128, 64]}}, [256, 64], -1)
+    assert tile_remark(kept, lfbo, [64], -1) == ""  # halving [64] does not reach lfbo's [128]
+    assert tile_remark(kept, lfbo, [64], 0) == "" and tile_remark(kept, lfbo, None, 1) == ""  # same shape; cold start
+    assert tile_remark(lfbo, lfbo, [64], 1) == ""  # already on lfbo's tile
+
+    def rec(tile: list[int], shape: str, seeded_from: list[str]) -> dict[str, Any]:
+        return {"config": {"block_sizes": tile}, "shape": shape, "seeded_from_shapes": seeded_from, "source_hash": "h", **NOW}
+
+    run = {"cases": {
+        "p.m:k@medium": {"kernel_id": "p.m:k", "shape_name": "medium", "strategies": {"seeded": rec([64], "f32[8]", [])}},
+        "p.m:k@large": {"kernel_id": "p.m:k", "shape_name": "large",
+                        "strategies": {"seeded": rec([64], "f32[16]", ["medium"])}}}}
+    build = BuildSeeds(run, {"p.m:k@medium": frozenset(), "p.m:k@large": frozenset({"medium"})}, LIMITS)  # the build order
+    assert seed_tile(build, run, "p.m:k@large", "seeded", run["cases"]["p.m:k@large"]["strategies"]["seeded"]) == ([64], 1)
+    assert seed_tile(build, run, "p.m:k@medium", "seeded", run["cases"]["p.m:k@medium"]["strategies"]["seeded"]) == (None, 0)
+
+
 def test_report_keeps_an_earlier_search_apart_and_says_why_a_case_misses_the_bar(tmp_path: Path) -> None:
     lf = {"b": [64]}
     older = {**LIMITS["seeded"], "with_seeds": {**LIMITS["seeded"]["with_seeds"], "polish_rounds": 2}}

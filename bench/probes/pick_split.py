@@ -61,15 +61,15 @@ def seed_tile(doc: Mapping[str, Any], key: str, label: str, name: str, rec: Mapp
     """The tile of the pick ``rec``'s search was seeded from: the same store's ``name`` record at its nearest seed shape.
 
     The bench seeds a shape from the same strategy's picks at the shapes a build tunes before
-    it, the middle one first (``seeded_from_shapes``); None on a cold start or where the store
-    no longer holds that record.
+    it, in the order ``seeded_from_shapes`` lists them (the medium first for our shape names);
+    the first seed is the one the seed variants start from.  None on a cold start or where the
+    store no longer holds that record.
     """
     shapes = rec.get("seeded_from_shapes") or []
     if not shapes:
         return None
-    nearest = "medium" if "medium" in shapes else shapes[0]
     cases = doc.get("runs", {}).get(key, {}).get("cases", {})
-    seed = cases.get(f"{label.rpartition('@')[0]}@{nearest}", {}).get("strategies", {}).get(name) or {}
+    seed = cases.get(f"{label.rpartition('@')[0]}@{shapes[0]}", {}).get("strategies", {}).get(name) or {}
     return (seed.get("config") or {}).get("block_sizes")
 
 

@@ -5,12 +5,12 @@ function of a row's seeds and the shapes they were tuned at, both in the table's
 rows it can reach `lfbo`'s tile on, and how many population slots it spends where it cannot, is
 known before any draw.  That picks the rows to draw first.
 
-It runs the variant exactly as ``seeded`` does (:func:`tuning.bench.run.own_seeds` for the
-seeds a first build hands the search, :func:`tuning.bench.run.seed_shapes` for their shapes,
+It runs the variant exactly as ``seeded`` does (:class:`tuning.bench.seeding.BuildSeeds` for the
+seeds a first build hands the search, :func:`tuning.bench.seeding.seed_shapes` for their shapes,
 :func:`tuning.strategies.seed_variants.tile_directions` and ``scaled_tile_variants`` with
 ``scaled_tiles=1``), with one difference: Helion's per-shape block-size bounds need each kernel
-bound at each shape, so they are left out here (the search drops a variant outside them; a row's
-count is then at most this one).
+bound at each shape, so they are left out here (where a scaled size falls outside them the
+search is not offered it, so a row's count there is at most this one).
 
     python bench/probes/scaled_tiles_preview.py --store bench/results/store.json --out bench/results/scaled_tiles_preview.json
 """
@@ -26,8 +26,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from tuning.bench.run import seed_shapes  # noqa: E402
-from tuning.bench.seeding import BuildSeeds  # noqa: E402
+from tuning.bench.seeding import BuildSeeds, seed_shapes  # noqa: E402
 from tuning.strategies.seed_variants import scaled_tile_variants, tile_directions  # noqa: E402
 
 UNBOUNDED = (1, 1 << 30)

@@ -22,11 +22,11 @@ import math
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from ..strategies.seed_variants import TENSOR_DESCRIPTOR
+from ..strategies.seed_variants import TENSOR_DESCRIPTOR, scaled_tile_variants, tile_directions
 from ..strategies.seeded import SMALL_KERNEL_BELOW_MS
 from . import BASELINE
 from .same_search import same_search
-from .seeding import BuildSeeds, build_earlier, seeded_as_now
+from .seeding import BuildSeeds, build_earlier, seed_shapes, seeded_as_now
 from .store import Store
 
 
@@ -202,6 +202,39 @@ def descriptor_remark(rec: dict[str, Any], base: dict[str, Any]) -> str:
             "seeded's small_kernel_finish.pointer_copies, the finalists' pointer copies timed beside them)")
 
 
+def tile_remark(rec: dict[str, Any], base: dict[str, Any], seed_tile: list[int] | None, direction: int) -> str:
+    """Where lfbo's tile is the pick's seed tile scaled toward this shape and the pick is not on it: say so, and the fix built.
+
+    Why in the report: a seed carries the tile of the shape it was tuned at, and a tile is one
+    knob per axis; every stored gdn large pick kept its medium seed's [64] where lfbo's is [128]
+    (bench/results/pick_split.json, ``tiles``).  ``direction``: which way this shape lies from
+    the seed's (:func:`..strategies.seed_variants.tile_directions`).
+    """
+    mine, theirs = (rec.get("config") or {}).get("block_sizes"), (base.get("config") or {}).get("block_sizes")
+    if not seed_tile or not theirs or mine == theirs or direction == 0:
+        return ""
+    unbounded = [(1, 1 << 30)] * len(seed_tile)
+    if theirs not in [v["block_sizes"] for v in scaled_tile_variants([{"block_sizes": seed_tile}], [direction], unbounded, 1)]:
+        return ""
+    way, kept = ("halved" if direction < 0 else "doubled"), ("kept it" if mine == seed_tile else f"is on {mine}")
+    return (f"; lfbo's tile {theirs} is its seed's {seed_tile} {way} toward this shape, and the pick {kept} (the candidate "
+            "fix, off: seeded's seed_variants.scaled_tiles, the seed again with its tile scaled)")
+
+
+def seed_tile(build: BuildSeeds, run: Mapping[str, Any], label: str, strategy: str,
+              rec: Mapping[str, Any]) -> tuple[list[int] | None, int]:
+    """The tile of the first seed a first build hands ``rec``'s search, and which way this shape lies from it.
+
+    The first seed is the one the seed variants start from; (None, 0) on a cold start.
+    """
+    seeds = build.seeds(label, strategy, rec.get("source_hash", ""))
+    if not seeds or not rec.get("shape"):
+        return None, 0
+    first = next(iter(seeds))
+    (direction,) = tile_directions(seed_shapes(run, label.rpartition("@")[0], [first]), rec["shape"])
+    return seeds[first].get("block_sizes"), direction
+
+
 def _unpaired_readings(rec: dict[str, Any], base: dict[str, Any]) -> str | None:
     """Why the two searches' best readings cannot be set against each other, or None when they can.
 
@@ -344,9 +377,9 @@ def analyse(run: dict[str, Any], limits: dict[str, Any] | None = None,
         base = case["strategies"].get(BASELINE)
         if _ok(base) and hit_seconds_cap(base):
             capped.append(label)
-        for name, rec in sorted(case["strategies"].items(), key=lambda kv: (kv[0] != BASELINE, kv[0])):
-            name = name_of(name, rec) if name_of else display_name(
-                name, rec, limits, None if name == BASELINE else build.as_now(label, name, rec))
+        for strategy, rec in sorted(case["strategies"].items(), key=lambda kv: (kv[0] != BASELINE, kv[0])):
+            name = name_of(strategy, rec) if name_of else display_name(
+                strategy, rec, limits, None if strategy == BASELINE else build.as_now(label, strategy, rec))
             row: dict[str, Any] = {"case": label, "strategy": name, "record": rec, "ratios": None}
             per.setdefault(name, [])
             if not _ok(rec):
@@ -357,7 +390,8 @@ def analyse(run: dict[str, Any], limits: dict[str, Any] | None = None,
                 row["ratios"] = case_ratios(rec, base)
                 per[name].append(row["ratios"])
                 if name != BASELINE and row["ratios"]["latency_ratio"] > BAR_WORST_LATENCY:
-                    row["shortfall"] = shortfall_why(rec, base, row["ratios"]["latency_ratio"])
+                    row["shortfall"] = (shortfall_why(rec, base, row["ratios"]["latency_ratio"])
+                                        + tile_remark(rec, base, *seed_tile(build, run, label, strategy, rec)))
                     row["shortfall_split"] = shortfall_split(rec, base, row["ratios"]["latency_ratio"])
                 if name != BASELINE and row["ratios"]["time_ratio"] < BAR_TIME_RATIO:
                     row["slow"] = slow_why(rec, base)

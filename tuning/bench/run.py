@@ -39,13 +39,13 @@ import sys
 import tempfile
 import time
 import traceback
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from . import BASELINE, DEFAULT_STORE
 from .same_search import same_search
-from .seeding import SEEDING, BuildSeeds, build_earlier, seed_digest, seeded_as_now, seeds_match
+from .seeding import SEEDING, BuildSeeds, build_earlier, seed_digest, seed_shapes, seeded_as_now, seeds_match
 from .store import Store, case_label, run_key
 
 LLM_STRATEGIES = ("hybrid", "llm")
@@ -372,20 +372,6 @@ def own_seeds(run: Mapping[str, Any], case: Any, strategy: str, limits: Mapping[
     """
     by_limits = None if limits is None else {strategy: limits}
     return BuildSeeds(run, earlier, by_limits).seeds(case_label(case.kernel_id, case.spec.name), strategy, case.source_hash)
-
-
-def seed_shapes(run: Mapping[str, Any], kernel_id: str, shape_names: Sequence[str]) -> tuple[str, ...]:
-    """The shape key each of ``shape_names`` was measured at, "" where no record says.
-
-    Any strategy's record of a shape says it (a shape key is the inputs', not the search's), so
-    the seeds a variant takes from another search's picks (bench/seeded_variant.py) have theirs too.
-    """
-    cases = run.get("cases", {})
-    out: list[str] = []
-    for name in shape_names:
-        records = cases.get(case_label(kernel_id, name), {}).get("strategies", {}).values()
-        out.append(next((r["shape"] for r in records if isinstance(r.get("shape"), str) and r["shape"]), ""))
-    return tuple(out)
 
 
 def _release(device: str) -> None:

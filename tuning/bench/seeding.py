@@ -153,3 +153,17 @@ def seeds_match(record: Mapping[str, Any], expected: Mapping[str, Mapping[str, A
         return False
     digest = record.get("seed_digest")
     return digest is None or digest == seed_digest(expected)
+
+
+def seed_shapes(run: Mapping[str, Any], kernel_id: str, shape_names: Sequence[str]) -> tuple[str, ...]:
+    """The shape key each of ``shape_names`` was measured at, "" where no record says.
+
+    Any strategy's record of a shape says it (a shape key is the inputs', not the search's), so
+    the seeds a variant takes from another search's picks (bench/seeded_variant.py) have theirs too.
+    """
+    cases = run.get("cases", {})
+    out: list[str] = []
+    for name in shape_names:
+        records = cases.get(f"{kernel_id}@{name}", {}).get("strategies", {}).values()
+        out.append(next((r["shape"] for r in records if isinstance(r.get("shape"), str) and r["shape"]), ""))
+    return tuple(out)
