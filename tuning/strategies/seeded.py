@@ -230,7 +230,7 @@ SEED_CHECK = {"widen": 0, "margin_pct": 10}
 # (bench/results/variants_session45/var_ver2*, var_vm2*): causal attention large 0.994 and 0.993
 # on two draws against the table's 1.069, at 107-112 s against 66 s; gdn large 1.0855 (1.0861);
 # causal attention medium 1.110 on one draw (1.067).  The first fix that held on a second draw;
-# next, all 36 rows (bench/TABLE.md, What remains 1).  Try it with bench/seeded_variant.py
+# next, all 36 rows (bench/TABLE.md, What remains 2).  Try it with bench/seeded_variant.py
 # (--set search_verify.within_pct=2).
 SEARCH_VERIFY = {"within_pct": 0}
 REBENCHMARK_THRESHOLD_ENV = "HELION_REBENCHMARK_THRESHOLD"
