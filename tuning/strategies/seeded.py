@@ -18,8 +18,8 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import Any, NamedTuple
 
-from .as_shipped import accuracy_tolerances, finalists, rank_as_shipped
 from ..runtime.keys import shape_key
+from .as_shipped import accuracy_tolerances, finalists, rank_as_shipped
 from .base import Budget, TuneContext, TuneOutcome
 from .first_population import pad_with_seed_neighbours
 from .lfbo import apply_budget_settings, run_search, search_kwargs
@@ -108,6 +108,9 @@ AS_SHIPPED = {"finalists": 0, "rounds": 3}
 # logs), not yet measured on the GPU.  Try it with bench/seeded_variant.py
 # (--set polish.max_neighbors=24).
 POLISH = {"max_neighbors": 0}
+
+# Seed variants (which copies of the seeds get population slots, and the measurements that keep
+# each on or off): seed_variants.py, shared with hybrid's stage 2.
 
 # Search clock: ``cudagraph`` = 1 times every candidate of seeded's search as a CUDA-graph
 # replay (Helion 1.5 reads HELION_BENCHMARK_CUDAGRAPH in its autotune benchmark), the clock
