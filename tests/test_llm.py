@@ -515,6 +515,43 @@ def test_hybrid_seeds_lfbo_with_the_llm_best_and_known_configs_over_anthropic(
     assert outcome.extra["seeds"] == 1 and "fallback" not in outcome.extra
 
 
+def test_hybrid_scales_the_tile_of_a_known_seed_from_another_shape_but_not_the_llm_s(
+        llm_server: ScriptedLLM, keys: None, fake_benchmark: list[dict[str, Any]], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Stage 2 starts as seeded would: a known seed tuned at a larger problem comes again with its tile halved.
+
+    The LLM proposed its config for this shape, so its tile is left as it is.
+    """
+    from tuning.strategies import TuneContext, get_strategy, seed_variants
+
+    from helion.autotuner import LFBOTreeSearch
+
+    monkeypatch.setitem(seed_variants.SEED_VARIANTS, "scaled_tiles", 2)  # the LLM's best and the known seed
+    handed: list[list[dict[str, Any]]] = []
+    original = LFBOTreeSearch.set_best_available_seed_configs
+
+    def record(self: Any, configs: Any) -> None:
+        handed.append([dict(c) for c in configs])
+        original(self, configs)
+
+    monkeypatch.setattr(LFBOTreeSearch, "set_best_available_seed_configs", record)
+    llm_server.script = [{"text": json.dumps({"configs": [{"block_sizes": [16, 128], "flatten_loops": [True]}]}),
+                          "usage": (700, 30)}]
+    bound, args = bound_add((64, 128))
+    known = ({"block_sizes": [32, 128], "loop_orders": [[1, 0]], "flatten_loops": [False]},)
+    settings = llm_settings(llm_server, tmp_path, protocol="anthropic")
+    context = TuneContext("tinypkg.ops:add", "small", known, settings, seed_shapes=("f32[256, 256], f32[256, 256]",))
+    outcome = get_strategy("hybrid").tune(bound, args, tiny_budget(), context)
+
+    stage_two = handed[-1]
+    tiles = [(c["block_sizes"], c.get("loop_orders"), c.get("flatten_loops")) for c in stage_two]
+    # The LLM's best leads, unscaled; the known seed follows, then it again halved (Pallas holds the last axis whole).
+    assert tiles[0][0] == [16, 128] and tiles[0][2] == [True]
+    assert ([32, 128], [[1, 0]], [False]) in tiles and ([16, 128], [[1, 0]], [False]) in tiles
+    assert not any(b == [8, 128] and f == [True] for b, _, f in tiles)  # no variant of the LLM's config
+    assert outcome.extra["seed_variants"] >= 1
+
+
 @pytest.mark.parametrize("strategy", ["hybrid", "llm"])
 @pytest.mark.parametrize("case", ["500", "401", "slow", "malformed"])
 def test_llm_failure_falls_back_to_seeded_with_one_warning(

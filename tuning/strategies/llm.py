@@ -32,8 +32,10 @@ from ..llm.answers import sanitize
 from ..llm.log import LlmLog
 from ..llm.prompting import withhold_source
 from ..llm.transport import LlmUnavailable, complete
+from ..runtime.keys import shape_key
 from .base import NO_LLM, Budget, LlmSettings, TuneContext, TuneOutcome
 from .lfbo import apply_budget_settings, cap_configs, run_search, search_kwargs
+from .seed_variants import tile_directions
 
 
 class KilnLlmFallbackWarning(UserWarning):
@@ -168,10 +170,12 @@ def _search_classes() -> tuple[type, type]:
         """Helion's hybrid with kiln's guided search as stage 1, known seeds and a config cap."""
 
         def __init__(self, kernel: Any, args: Any, *, kiln_session: LlmSession, kiln_seeds: Sequence[Any] = (),
-                     kiln_max_configs: int | None = None, **kwargs: Any) -> None:
+                     kiln_seed_directions: Sequence[int] = (), kiln_max_configs: int | None = None,
+                     **kwargs: Any) -> None:
             super().__init__(kernel, args, **kwargs)
             self.kiln_session = kiln_session
             self.kiln_seeds = list(kiln_seeds)
+            self.kiln_seed_directions = list(kiln_seed_directions)  # per known seed: seed_variants.tile_directions
             self.kiln_max_configs = kiln_max_configs
             self.kiln_llm_search: Any = None
             self.kiln_fast_finish: dict[str, Any] = {}
@@ -225,7 +229,7 @@ def _search_classes() -> tuple[type, type]:
         def _inject_seed_into_second_stage(self, second_stage_search: Any, llm_seed_config: Any,
                                            llm_search: Any = None) -> None:
             from .seed_transfer import transfer_seeds
-            from .seeded import with_seed_variants
+            from .seed_variants import with_seed_variants
 
             super()._inject_seed_into_second_stage(second_stage_search, llm_seed_config, llm_search)
             if not (self._second_stage_supports_best_available_handoff
@@ -233,8 +237,11 @@ def _search_classes() -> tuple[type, type]:
                 return
             # The LLM's best leads, then the known configs, then seeded's seed variants of them:
             # stage 2 starts as seeded would from those seeds (and records seeded's limits).
-            given = [dict(llm_seed_config), *(dict(c) for c in self.kiln_seeds if c != llm_seed_config)]
-            seeds = with_seed_variants(given, second_stage_search.config_spec)
+            known = [(c, d) for c, d in zip(self.kiln_seeds, self.kiln_seed_directions + [0] * len(self.kiln_seeds))
+                     if c != llm_seed_config]
+            given = [dict(llm_seed_config), *(dict(c) for c, _ in known)]
+            # The LLM proposed its config for this shape: no tile to scale toward it (direction 0).
+            seeds = with_seed_variants(given, second_stage_search.config_spec, [0, *(d for _, d in known)])
             self.kiln_seed_variants = len(seeds) - len(given)
             placed = transfer_seeds(seeds, second_stage_search.config_gen, second_stage_search.log)
             self.kiln_seed_transfer = placed.provenance()
@@ -353,8 +360,10 @@ class HybridStrategy:
         second = search_kwargs(LFBOTreeSearch, bound_kernel, budget)
         second.update(reduced_limits(budget, WITH_SEEDS))
         seeds = [helion.Config(**s) for s in context.seeds]
+        directions = tile_directions(context.seed_shapes, shape_key(args))
         search = hybrid(
-            bound_kernel, args, kiln_session=session, kiln_seeds=seeds, kiln_max_configs=budget.max_configs,
+            bound_kernel, args, kiln_session=session, kiln_seeds=seeds, kiln_seed_directions=directions,
+            kiln_max_configs=budget.max_configs,
             second_stage_kwargs=second, best_available_pad_random=True,
             llm_model=settings.model, llm_configs_per_round=settings.configs_per_round,
             llm_max_rounds=max(1, settings.rounds), llm_initial_random_configs=_initial_random(budget),

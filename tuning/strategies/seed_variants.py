@@ -298,8 +298,8 @@ def with_seed_variants(seeds: Sequence[dict[str, Any]], config_spec: Any,
 
     One place for both searches that start from known seeds: ``seeded`` and ``hybrid``'s
     stage 2 (whose first seed is the LLM's best), so the limits both record hold for both.
-    ``directions`` (:func:`tile_directions`) only where the seeds' shapes are known: an LLM's
-    seed has none, so ``hybrid`` scales no tile.
+    ``directions`` (:func:`tile_directions`), per seed, where the seeds' shapes are known:
+    ``hybrid`` gives its LLM's best 0 (proposed for this very shape) and its known seeds theirs.
     """
     allowed = tuple(getattr(config_spec, "allowed_pid_types", ()))
     out = scaled_tile_variants(seeds, directions, tile_bounds(config_spec), SEED_VARIANTS["scaled_tiles"])
