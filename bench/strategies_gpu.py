@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import functools
 import json
 import os
@@ -92,8 +93,8 @@ def main() -> None:
     from tuning.runtime.keys import device_key_for
     from tuning.runtime.kernels import resolve_kernel
     from tuning.specs import make_inputs, parse_shapes
-    from tuning.strategies import Budget, LlmSettings, TuneContext, get_strategy
-    from tuning.tune import seeds_for, tune_case, tuning_environment
+    from tuning.strategies import Budget, LlmSettings, get_strategy
+    from tuning.tune import context_for, tune_case, tuning_environment
     from tuning.versions import toolchain_versions
 
     shapes = parse_shapes(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["kiln"]["shapes"])
@@ -124,14 +125,13 @@ def main() -> None:
             os.environ["TRITON_CACHE_DIR"] = cache
             base, overrides = variants.get(name, (name, {}))
             effort = ns.lfbo_effort if base == "lfbo" else "quick"
-            context = TuneContext(kernel_id, shape_name, seeds_for(case, others, dev), None)
+            context = context_for(case, others, dev, None)
             server = None
             if base == "hybrid":
                 api_base, server = fixed_answer_server([dict(e.config) for e in others] or [{}])
                 os.environ.setdefault("OPENAI_API_KEY", "sk-local-fixed-answers")
-                context = TuneContext(kernel_id, shape_name, context.seeds,
-                                      LlmSettings(model=MODEL, api_base=api_base, timeout_s=30,
-                                                  log_path=str(out_path.with_suffix(".llm.log"))))
+                context = dataclasses.replace(context, llm=LlmSettings(
+                    model=MODEL, api_base=api_base, timeout_s=30, log_path=str(out_path.with_suffix(".llm.log"))))
             t0 = time.perf_counter()
             try:
                 with tuning_environment("cuda"), variant_settings(kernel, overrides):

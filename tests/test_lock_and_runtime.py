@@ -155,7 +155,7 @@ def test_table_roundtrip_is_canonical_and_corruption_is_reported() -> None:
 def test_seeds_prefer_this_gpu_and_feed_forward_within_a_build() -> None:
     from tuning.plan import Case
     from tuning.specs import parse_shapes
-    from tuning.tune import context_for, seeds_for, tuning_order
+    from tuning.tune import context_for, tuning_order
 
     specs = parse_shapes({"p.m:k": {"s": ["f32[4]"], "m": ["f32[8]"], "l": ["f32[16]"]}})["p.m:k"]
     cases = [Case("p.m:k", object(), "sha256:1", s) for s in specs]
@@ -167,9 +167,8 @@ def test_seeds_prefer_this_gpu_and_feed_forward_within_a_build() -> None:
         _entry(kernel="other:k", block_sizes=[3]),
         _entry(shape="bf16[9]", block_sizes=[2]),  # duplicate config: offered once
     ]
-    assert seeds_for(cases[0], known, h200) == ({"block_sizes": [2]}, {"block_sizes": [1]})
     context = context_for(cases[0], known, h200, None)  # what a build hands the strategy: each seed with its shape
-    assert context.seeds == seeds_for(cases[0], known, h200)
+    assert context.seeds == ({"block_sizes": [2]}, {"block_sizes": [1]})
     assert context.seed_shapes == ("bf16[8]", "bf16[1024,1024]")
 
 

@@ -140,11 +140,6 @@ def seed_entries(case: Case, known: list[LockEntry], device_key: DeviceKey, limi
     return out[:limit]
 
 
-def seeds_for(case: Case, known: list[LockEntry], device_key: DeviceKey, limit: int = SEED_LIMIT) -> tuple[dict[str, Any], ...]:
-    """The configs of :func:`seed_entries`."""
-    return tuple(dict(e.config) for e in seed_entries(case, known, device_key, limit))
-
-
 def context_for(case: Case, known: list[LockEntry], device_key: DeviceKey, llm: LlmSettings | None) -> TuneContext:
     """What a strategy is told about ``case``: its seeds, the shapes they were tuned at, and the LLM."""
     entries = seed_entries(case, known, device_key)

@@ -99,14 +99,13 @@ def tiles(lfbo_config: Mapping[str, Any], scored: list[tuple[Mapping[str, Any], 
     counts as `lfbo`'s.
     """
     lfbo_tile = lfbo_config.get("block_sizes")
-    on_lfbo = [r for config, r, _ in scored if config.get("block_sizes") == lfbo_tile]
-    kept = [r for config, r, seeds in scored
-            if config.get("block_sizes") != lfbo_tile and json.dumps(config.get("block_sizes")) in seeds]
-    other = [r for config, r, seeds in scored
-             if config.get("block_sizes") != lfbo_tile and json.dumps(config.get("block_sizes")) not in seeds]
+    groups: dict[str, list[float]] = {"on_lfbo_tile": [], "kept_seed_tile": [], "other_tile": []}
+    for config, ratio, seed_tiles in scored:
+        tile = config.get("block_sizes")
+        group = "on_lfbo_tile" if tile == lfbo_tile else "kept_seed_tile" if json.dumps(tile) in seed_tiles else "other_tile"
+        groups[group].append(ratio)
     seeds = sorted({s for _, _, found in scored for s in found})
-    return {"lfbo": lfbo_tile, "seeds": [json.loads(s) for s in seeds], "on_lfbo_tile": _group(on_lfbo),
-            "kept_seed_tile": _group(kept), "other_tile": _group(other)}
+    return {"lfbo": lfbo_tile, "seeds": [json.loads(s) for s in seeds], **{k: _group(v) for k, v in groups.items()}}
 
 
 def _group(ratios: list[float]) -> dict[str, Any]:

@@ -29,9 +29,6 @@ sys.path.insert(0, str(ROOT))
 from tuning.bench.seeding import BuildSeeds, seed_shapes  # noqa: E402
 from tuning.strategies.seed_variants import scaled_tile_variants, tile_directions  # noqa: E402
 
-UNBOUNDED = (1, 1 << 30)
-
-
 def preview(run: dict[str, Any], count: int = 1) -> list[dict[str, Any]]:
     """Per seeded row of ``run``: its seeds' tiles, which way they go, the variants, and whether one is `lfbo`'s tile."""
     seeding = BuildSeeds(run, None, None)
@@ -45,8 +42,7 @@ def preview(run: dict[str, Any], count: int = 1) -> list[dict[str, Any]]:
                  if name in rec["seeded_from_shapes"]}
         configs = list(seeds.values())
         directions = tile_directions(seed_shapes(run, case["kernel_id"], list(seeds)), rec["shape"])
-        width = max((len(c.get("block_sizes") or []) for c in configs), default=0)
-        made = scaled_tile_variants(configs, directions, [UNBOUNDED] * width, count)[len(configs):]
+        made = scaled_tile_variants(configs, directions, None, count)[len(configs):]
         tiles = [m["block_sizes"] for m in made]
         rows.append({"case": label, "seed_shapes": list(seeds), "ways": directions[:count],
                      "seed_tiles": [c.get("block_sizes") for c in configs[:count]], "variants": tiles,

@@ -213,8 +213,7 @@ def tile_remark(rec: dict[str, Any], base: dict[str, Any], seed_tile: list[int] 
     mine, theirs = (rec.get("config") or {}).get("block_sizes"), (base.get("config") or {}).get("block_sizes")
     if not seed_tile or not theirs or mine == theirs or direction == 0:
         return ""
-    unbounded = [(1, 1 << 30)] * len(seed_tile)
-    if theirs not in [v["block_sizes"] for v in scaled_tile_variants([{"block_sizes": seed_tile}], [direction], unbounded, 1)]:
+    if theirs not in [v["block_sizes"] for v in scaled_tile_variants([{"block_sizes": seed_tile}], [direction], None, 1)]:
         return ""
     way, kept = ("halved" if direction < 0 else "doubled"), ("kept it" if mine == seed_tile else f"is on {mine}")
     return (f"; lfbo's tile {theirs} is its seed's {seed_tile} {way} toward this shape, and the pick {kept} (the candidate "

@@ -109,11 +109,15 @@ REDUCTION_LOOP_MIN = 8  # Helion's smallest reduction loop chunk (ReductionLoopS
 
 
 def _with_variants(seeds: Sequence[dict[str, Any]], count: int,
-                   variants_of: Callable[[dict[str, Any]], Iterable[dict[str, Any]]]) -> list[dict[str, Any]]:
-    """``seeds``, then ``variants_of`` each of the first ``count`` of them, each config once."""
+                   variants_of: Callable[[int, dict[str, Any]], Iterable[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """``seeds``, then ``variants_of(position, seed)`` each of the first ``count`` of them, each config once.
+
+    The position is the seed's in ``seeds``, for a variant that depends on where the seed came
+    from (the scaled tiles read its direction by it).
+    """
     out = [dict(s) for s in seeds]
-    for seed in seeds[:max(0, count)]:
-        for variant in variants_of(seed):
+    for position, seed in enumerate(seeds[:max(0, count)]):
+        for variant in variants_of(position, seed):
             if variant not in out:
                 out.append(variant)
     return out
@@ -126,7 +130,7 @@ def pid_type_variants(seeds: Sequence[dict[str, Any]], allowed: Sequence[str], c
     (base_search's best-available population), so a layout a config cannot use costs
     nothing but the log line.
     """
-    return _with_variants(seeds, count, lambda seed: (
+    return _with_variants(seeds, count, lambda _, seed: (
         {**seed, "pid_type": p} for p in allowed if p != seed.get("pid_type", "flat")))  # Helion's default is flat
 
 
@@ -138,7 +142,7 @@ def reduction_loop_variants(seeds: Sequence[dict[str, Any]], size_hints: Sequenc
     order.  A seed that names no ``reduction_loops``, or another number of entries than there are
     axes, was made for another code shape and is left as it is.
     """
-    def rolled(seed: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    def rolled(_: int, seed: dict[str, Any]) -> Iterator[dict[str, Any]]:
         loops = seed.get("reduction_loops")
         if not isinstance(loops, list) or len(loops) != len(size_hints):
             return
@@ -157,7 +161,7 @@ def tensor_descriptor_variants(seeds: Sequence[dict[str, Any]], count: int) -> l
     A seed that names no ``indexing`` (Helion fills in its default) is left as it is: the
     number of accesses is the kernel's, and only a full config says it.
     """
-    def described(seed: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    def described(_: int, seed: dict[str, Any]) -> Iterator[dict[str, Any]]:
         indexing = seed.get("indexing")
         if isinstance(indexing, list) and indexing:
             for host in (False, True):
@@ -172,7 +176,7 @@ def pointer_variants(seeds: Sequence[dict[str, Any]], count: int) -> list[dict[s
     Why both directions: a seed from a larger shape carries its descriptors to a shape where their
     setup may not pay, and the way back is as many single-knob steps as the way there.
     """
-    def pointed(seed: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    def pointed(_: int, seed: dict[str, Any]) -> Iterator[dict[str, Any]]:
         indexing = seed.get("indexing")
         if isinstance(indexing, list) and any(i != POINTER for i in indexing):
             # Clear the host-descriptor switch only where the config names it (a backend without TMA has no such key).
@@ -244,38 +248,34 @@ def tile_bounds(config_spec: Any) -> list[tuple[int, int]]:
 
 
 def scaled_tile_variants(seeds: Sequence[dict[str, Any]], directions: Sequence[int],
-                         bounds: Sequence[tuple[int, int]], count: int) -> list[dict[str, Any]]:
+                         bounds: Sequence[tuple[int, int]] | None, count: int) -> list[dict[str, Any]]:
     """``seeds``, then the first ``count`` of them with their tile halved or doubled toward this shape: each axis alone, then all.
 
     ``directions`` (from :func:`tile_directions`) says which way, per seed; a seed with none
     (the same shape, or one not known) is left as it is.  A block size that would leave this
     shape's ``bounds`` stays the seed's, so no variant is one Helion would clamp back onto its
     seed; a seed with another number of block axes was made for another code shape and is left
-    as it is.
+    as it is.  ``bounds`` None: no config space at hand (the report, a preview), only sizes of 1 or
+    more.
     """
     way = dict(enumerate(directions))
 
-    def scaled(index: int, seed: dict[str, Any]) -> Iterator[dict[str, Any]]:
-        sizes, step = seed.get("block_sizes"), way.get(index, 0)
-        if step == 0 or not isinstance(sizes, list) or len(sizes) != len(bounds):
+    def scaled(position: int, seed: dict[str, Any]) -> Iterator[dict[str, Any]]:
+        sizes, step = seed.get("block_sizes"), way.get(position, 0)
+        if step == 0 or not isinstance(sizes, list) or (bounds is not None and len(sizes) != len(bounds)):
             return
         moved: dict[int, int] = {}
         for axis, size in enumerate(sizes):
             if isinstance(size, int):
                 new = size * 2 if step > 0 else size // 2
-                if max(1, bounds[axis][0]) <= new <= bounds[axis][1]:
+                if new >= 1 and (bounds is None or bounds[axis][0] <= new <= bounds[axis][1]):
                     moved[axis] = new
         for axis, size in moved.items():
             yield {**seed, "block_sizes": [size if i == axis else s for i, s in enumerate(sizes)]}
         if len(moved) > 1:
             yield {**seed, "block_sizes": [moved.get(i, s) for i, s in enumerate(sizes)]}
 
-    out = [dict(s) for s in seeds]
-    for index, seed in enumerate(seeds[:max(0, count)]):
-        for variant in scaled(index, seed):
-            if variant not in out:
-                out.append(variant)
-    return out
+    return _with_variants(seeds, count, scaled)
 
 
 def scaled_tiles(seeds: Sequence[dict[str, Any]], directions: Sequence[int], config_spec: Any) -> dict[str, Any]:
