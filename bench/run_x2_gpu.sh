@@ -48,6 +48,9 @@
 #                    processes, the order alternating (bench/probes/judge_repeat.py -> judge_repeat.json, rewritten
 #                    after every pairing, so a call cut at s seconds, default 540, keeps what it finished): how far
 #                    one pairing, the bar's reading of a row, moves when made again. No tuning.
+#   knob-swap [s]  : each of CASES' stored seeded picks (default: the table's 8 rows over 1.05) with one of lfbo's knobs
+#                    at a time, every copy timed beside both picks in 2 fresh judge processes (bench/probes/knob_swap.py
+#                    -> knob_swap.json, rewritten after every measurement; cut at s seconds, default 540). No tuning.
 #   fix-trial [s]  : `table` with seeded's fix candidates first (#5, after session 11): GPU0 runs VARIANTS_A
 #                    (default: as-shipped last choice; two search paths), GPU1 the search_path_gap probe then
 #                    VARIANTS_B (default: a wider search), each GPU then its table shard; returns at once
@@ -247,6 +250,12 @@ judge-repeat)
   timeout -s INT "${1:-540}" python3 bench/probes/judge_repeat.py --cases "$cases" --repeats "${REPEATS:-3}" \
     --out "$R/judge_repeat.json" > "$R/judge_repeat.log" 2>&1; echo "judge-repeat rc=$?"
   cp "$R/judge_repeat.json" "$R/judge_repeat.log" "$OUT/" 2>/dev/null || true ;;
+knob-swap)
+  over=attention:attention@small,gdn_fwd_h:gdn_fwd_h@large,fp8_attention:fp8_attention@large,rms_norm:rms_norm@small,fp8_attention:fp8_attention@small,mamba2_chunk_scan:mamba2_chunk_scan@small,attention:attention_causal@large,attention:attention_causal@medium
+  cases=${CASES:-$(echo "$over" | sed 's/\([^,]*\)/model_kernels.\1/g')}
+  timeout -s INT "${1:-540}" python3 bench/probes/knob_swap.py --cases "$cases" --out "$R/knob_swap.json" \
+    > "$R/knob_swap.log" 2>&1; echo "knob-swap rc=$?"
+  cp "$R/knob_swap.json" "$R/knob_swap.log" "$OUT/" 2>/dev/null || true ;;
 fix-trial)
   export VARIANTS_A=${VARIANTS_A:-"shipped=as_shipped.finalists=6|copies2=with_seeds.copies=2,compiler_seeds_only.copies=2"}
   export VARIANTS_B=${VARIANTS_B:-"wide=with_seeds.copies=2,with_seeds.initial_population=24,with_seeds.max_generations=5,compiler_seeds_only.copies=2,compiler_seeds_only.initial_population=30,compiler_seeds_only.max_generations=5"}

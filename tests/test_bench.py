@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import copy
 import json
 import math
 import os
@@ -752,6 +753,26 @@ def test_kiln_bench_end_to_end_on_tinypkg(tinypkg: Path) -> None:
     assert row["spread"]["pairings"] == 3
     assert json.loads(store_path.read_text()) == doc
 
+    # bench/probes/knob_swap.py: lfbo's knobs put one at a time into a pick that differs from lfbo's in its tile and
+    # its loop order, each copy normalized by this shape's real config space and timed with both in real judges.
+    lf = recs["seeded"]["vs_lfbo"]["lfbo_config"]
+    far = copy.deepcopy(doc)
+    pick = next(iter(far["runs"].values()))["cases"]["tinypkg.ops:add@small"]["strategies"]["seeded"]
+    pick["config"] = {**lf, "block_sizes": [lf["block_sizes"][0] // 2, *lf["block_sizes"][1:]],
+                      "loop_orders": [lf["loop_orders"][0][::-1]]}
+    (tinypkg / "far.json").write_text(json.dumps(far))
+    swap = [sys.executable, str(Path(__file__).resolve().parents[1] / "bench/probes/knob_swap.py"), "--cases",
+            "tinypkg.ops:add@small,tinypkg.ops:add@large", "--store", str(tinypkg / "far.json"), "--project", ".",
+            "--device", "cpu", "--repeats", "2", "--rounds", "2", "--out", str(tinypkg / "knob_swap.json")]
+    assert run(swap, tinypkg, env, timeout=240, check=False).returncode == 1  # a case with no stored pick fails the run
+    swapped, unstored = json.loads((tinypkg / "knob_swap.json").read_text())["rows"]
+    assert unstored["error"] == "no seeded record of this case in --store"
+    assert set(swapped["configs"]) == {"mine", "lfbo", "block_sizes", "loop_orders"}, swapped.get("notes")
+    assert swapped["configs"]["block_sizes"] == {**pick["config"], "block_sizes": lf["block_sizes"]}
+    assert [r["first"] for r in swapped["readings"]] == ["mine", "loop_orders"]  # the order reversed
+    assert len({r["pid"] for r in swapped["readings"]} | {os.getpid()}) == 3
+    assert set(swapped["median_ratio"]) == set(swapped["configs"]) and swapped["median_ratio"]["lfbo"] == 1.0
+
     # --to-lock: the stored config goes into kiln.lock under the engine's own shape key, and the plan then
     # takes that case from the lock instead of tuning it.
     doctor = [sys.executable, "-m", "tuning.cli", "doctor", "--json"]
@@ -1445,6 +1466,43 @@ def test_judge_repeat_collects_pairings_made_more_than_once_and_pairs_a_stored_r
     # the stored pairing counts as one of the spread's; the order effect shows as a median per first config
     assert ok["spread"]["pairings"] == 4 and ok["spread"]["max_over_min"] == pytest.approx(1.07 / 1.03, abs=1e-4)
     assert ok["spread"]["median_by_first"] == {"lfbo": 1.03, "seeded": 1.07} and ok["spread"]["both_sides_of_bar"]
+
+
+def test_knob_swap_puts_each_of_lfbo_s_knobs_alone_into_the_pick_and_names_what_closes_the_gap() -> None:
+    """bench/probes/knob_swap.py: a controlled reading of what the stores only show as patterns."""
+    from bench.probes.knob_swap import checked, measure_row, swaps
+
+    mine = {"block_sizes": [256, 64], "num_stages": 2, "indexing": ["pointer"], "extra": 1}
+    theirs = {"block_sizes": [128, 32], "num_stages": 3, "indexing": ["pointer"]}
+    made = swaps(mine, theirs)
+    assert sorted(made) == ["block_sizes", "block_sizes[0]", "block_sizes[1]", "extra", "num_stages"]
+    assert made["block_sizes[1]"] == {**mine, "block_sizes": [256, 32]} and made["num_stages"]["num_stages"] == 3
+    assert "extra" not in made["extra"]  # a knob lfbo's config lacks is dropped, as lfbo had Helion's default
+    assert mine["block_sizes"] == [256, 64]  # the copies never alias the pick
+
+    def normalize(config: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+        if config["block_sizes"] == [128, 64]:
+            raise AssertionError("not in this space")
+        if config["block_sizes"] == [256, 32]:  # repaired: the stages move with the tile
+            return {**config, "num_stages": 4}, ["num_stages"]
+        return {k: v for k, v in config.items() if k != "extra"}, []  # Helion drops a knob it does not know
+    kept, notes = checked(made, normalize, mine, theirs)
+    assert sorted(kept) == ["block_sizes", "block_sizes[1]", "num_stages"]
+    assert notes["block_sizes[0]"].startswith("dropped: not a config of this space (AssertionError")
+    assert notes["extra"] == "dropped: as Helion normalizes it, the same config as mine"
+    assert notes["block_sizes[1]"] == "repaired: num_stages"
+
+    ms = {"mine": 1.10, "lfbo": 1.0, "block_sizes": 1.01, "block_sizes[1]": 1.12, "num_stages": 1.05}
+    asked: list[list[str]] = []
+
+    def measure(request: dict[str, Any], timeout: float) -> dict[str, Any]:
+        asked.append(list(request["configs"]))
+        return {"error": "boom"} if len(asked) == 3 else {"ms": {n: ms[n] * 2 for n in request["configs"]}, "pid": 7}
+    row = {"case": "p.m:k@s", "readings": [], "configs": {"mine": mine, "lfbo": theirs, **kept}}
+    measure_row(row, measure, Path("/p"), "cuda", 3, 5)
+    assert asked[1] == asked[0][::-1] and "boom" in row["readings"][2]["error"]
+    assert row["median_ratio"] == ms and row["closes_most"] == "block_sizes"
+    assert row["gap_closed"] == {"block_sizes": 0.9, "block_sizes[1]": -0.2, "num_stages": 0.5}
 
 
 def test_search_repeat_pairs_draws_of_one_search_from_the_same_seeds_and_sets_apart_what_a_finish_moved(

@@ -230,6 +230,17 @@ def test_judge_repeat_pairs_the_rows_over_the_bar_again_without_tuning(tmp_path:
     assert (res / "limits").read_text().split() == ["300"]
 
 
+def test_knob_swap_times_lfbo_s_knobs_in_the_picks_over_the_bar_without_tuning(tmp_path: Path) -> None:
+    proc, res, out = _run(tmp_path, 1, "knob-swap", "200")
+    assert proc.returncode == 0, proc.stderr
+    (probe,) = (res / "calls").read_text().splitlines()  # no `kiln bench`: nothing is tuned
+    cases = probe.split("--cases ")[1].split()[0].split(",")
+    assert len(cases) == 8 and cases[:3] == ["model_kernels.attention:attention@small",
+                                             "model_kernels.gdn_fwd_h:gdn_fwd_h@large",
+                                             "model_kernels.fp8_attention:fp8_attention@large"]
+    assert "bench/probes/knob_swap.py" in probe and (res / "limits").read_text().split() == ["200"]
+
+
 def test_post_a_runs_after_the_table_and_a_wait_brings_its_trial_back(tmp_path: Path) -> None:
     """POST_A (a seeded variant trial) runs after the table's bench, so it never delays a missing row;
     its store and log come back at every tick of the wait, as the table's do (a call cut by the device
