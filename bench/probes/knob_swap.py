@@ -15,7 +15,9 @@ variant of one knob cannot reach.
 Each copy is normalized by Helion's own config space for the shape, bound on the device the
 judge uses (descriptor support depends on the GPU): an invalid mix is repaired the way Helion
 repairs its own candidates, and the keys the repair moved are named (``repaired``), since the copy
-is then not a one-knob change.  A copy that normalizes to mine or to `lfbo`'s is dropped, named.
+is then not a one-knob change.  Each is then compiled and called once in this process, since one
+config that does not launch fails a judge's whole request.  A copy that normalizes to mine or to
+`lfbo`'s, or does not launch, is dropped, named.
 
     python bench/probes/knob_swap.py --cases CASES --out $OUT/knob_swap.json      # GPU, no tuning
 """
@@ -23,13 +25,14 @@ is then not a one-knob change.  A copy that normalizes to mine or to `lfbo`'s is
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import itertools
 import json
 import os
 import statistics
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +45,7 @@ from tuning.bench.judge import measure_request  # noqa: E402
 
 MINE = "mine"
 Measure = Callable[[dict[str, Any], float], dict[str, Any]]
-Normalize = Callable[[dict[str, Any]], tuple[dict[str, Any], list[str]]]
+Check = Callable[[dict[str, Any]], tuple[dict[str, Any], list[str]]]
 
 
 def swaps(mine: Mapping[str, Any], theirs: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
@@ -71,9 +74,12 @@ def swaps(mine: Mapping[str, Any], theirs: Mapping[str, Any]) -> dict[str, dict[
     return out
 
 
-def checked(named: dict[str, dict[str, Any]], normalize: Normalize, mine: Mapping[str, Any],
+def checked(named: dict[str, dict[str, Any]], normalize: Check, mine: Mapping[str, Any],
             theirs: Mapping[str, Any]) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
-    """The copies as Helion's config space takes them, and why any was dropped or is not a one-knob change."""
+    """The copies as Helion's config space takes them, and why any was dropped or is not a one-knob change.
+
+    ``normalize`` raises for a copy that cannot run; mine and `lfbo`'s must pass it (they are stored picks).
+    """
     kept: dict[str, dict[str, Any]] = {}
     notes: dict[str, str] = {}
     same = {json.dumps(normalize(dict(c))[0], sort_keys=True): n for n, c in ((MINE, mine), (BASELINE, theirs))}
@@ -81,7 +87,7 @@ def checked(named: dict[str, dict[str, Any]], normalize: Normalize, mine: Mappin
         try:
             fixed, moved = normalize(config)
         except Exception as e:  # noqa: BLE001  (Helion's InvalidConfig and the asserts its checks raise)
-            notes[name] = f"dropped: not a config of this space ({type(e).__name__}: {str(e)[:200]})"
+            notes[name] = f"dropped: not a config of this space, or does not launch ({type(e).__name__}: {str(e)[:200]})"
             continue
         twin = same.get(json.dumps(fixed, sort_keys=True))
         if twin:
@@ -125,8 +131,17 @@ def _summarise(row: dict[str, Any]) -> None:
     row["closes_most"] = ranked[0][0] if ranked else None
 
 
-def config_space(project: Path, kernel_id: str, shape_name: str, device: str) -> Any:
-    """Helion's config space for one declared shape, bound on ``device`` with the bench's inputs (then freed)."""
+@contextlib.contextmanager
+def bound_checker(project: Path, kernel_id: str, shape_name: str, device: str) -> Iterator[Check]:
+    """A check for one declared shape: Helion's normalize, then one compile and call on the bench's inputs.
+
+    Bound on ``device`` because the space depends on it (tensor descriptors need the GPU's support).
+    The call matters: a copy Helion accepts may still not launch (mine's tile with `lfbo`'s stages
+    can overflow shared memory), and one such config in a judge's request fails the whole
+    measurement, so it is dropped here, named, instead.
+    """
+    import helion
+
     from build_backend.discover import importable
     from build_backend.settings import load_settings
     from tuning.runtime.kernels import resolve_kernel
@@ -137,23 +152,29 @@ def config_space(project: Path, kernel_id: str, shape_name: str, device: str) ->
     with importable(project):
         kernel = resolve_kernel(kernel_id)
         args = make_inputs(spec, kernel, device)
-        space = kernel.bind(args).config_spec
-    del args
-    return space
+        bound = kernel.bind(args)
+        space = bound.config_spec
+
+        def check(config: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+            fixed, moved = copy.deepcopy(config), []
+            try:
+                space.normalize(fixed)
+            except Exception:  # noqa: BLE001  (InvalidConfig, or an assert in a check): repair as Helion repairs its own
+                fixed = copy.deepcopy(config)
+                space.normalize(fixed, _fix_invalid=True)
+                moved = sorted(k for k in config if fixed.get(k) != config[k])  # a default Helion adds moves nothing
+            bound.compile_config(helion.Config(**fixed))(*args)
+            _synchronize(device)
+            return fixed, moved
+
+        yield check  # the inputs go with this frame when the row is done
 
 
-def helion_normalize(space: Any) -> Normalize:
-    """Helion's strict check; a config it rejects is repaired as Helion repairs its own candidates, and the moved keys named."""
-    def normalize(config: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
-        strict = copy.deepcopy(config)
-        try:
-            space.normalize(strict)
-            return strict, []
-        except Exception:  # noqa: BLE001  (InvalidConfig, or an assert in a check)
-            fixed = copy.deepcopy(config)
-            space.normalize(fixed, _fix_invalid=True)
-            return fixed, sorted(k for k in config if fixed.get(k) != config[k])  # a default Helion adds moves nothing
-    return normalize
+def _synchronize(device: str) -> None:
+    if device.startswith("cuda"):
+        import torch
+
+        torch.cuda.synchronize()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -203,10 +224,10 @@ def main(argv: list[str] | None = None) -> int:
             mine, theirs = pair["configs"][ns.strategy], pair["configs"][BASELINE]
             kernel_id, _, shape = case.rpartition("@")
             try:
-                space = config_space(project, kernel_id, shape, ns.device)
-                kept, row["notes"] = checked(swaps(mine, theirs), helion_normalize(space), mine, theirs)
+                with bound_checker(project, kernel_id, shape, ns.device) as check:
+                    kept, row["notes"] = checked(swaps(mine, theirs), check, mine, theirs)
             except Exception as e:  # noqa: BLE001  (one row's binding failing leaves the others to run)
-                row["error"] = f"could not bind the config space: {type(e).__name__}: {e}"[:1500]
+                row["error"] = f"could not bind the config space or run mine: {type(e).__name__}: {e}"[:1500]
                 save()
                 continue
             row["stored_paired"] = pair["stored"]["paired"]
