@@ -1470,7 +1470,7 @@ def test_judge_repeat_collects_pairings_made_more_than_once_and_pairs_a_stored_r
 
 def test_knob_swap_puts_each_of_lfbo_s_knobs_alone_into_the_pick_and_names_what_closes_the_gap() -> None:
     """bench/probes/knob_swap.py: a controlled reading of what the stores only show as patterns."""
-    from bench.probes.knob_swap import checked, measure_row, swaps
+    from bench.probes.knob_swap import checked, collect, measure_row, swaps
 
     mine = {"block_sizes": [256, 64], "num_stages": 2, "indexing": ["pointer"], "extra": 1}
     theirs = {"block_sizes": [128, 32], "num_stages": 3, "indexing": ["pointer"]}
@@ -1503,6 +1503,17 @@ def test_knob_swap_puts_each_of_lfbo_s_knobs_alone_into_the_pick_and_names_what_
     assert asked[1] == asked[0][::-1] and "boom" in row["readings"][2]["error"]
     assert row["median_ratio"] == ms and row["closes_most"] == "block_sizes"
     assert row["gap_closed"] == {"block_sizes": 0.9, "block_sizes[1]": -0.2, "num_stages": 0.5}
+
+    # Collected from the calls' JSON: one table, mine's ratio on this GPU beside the stored pairing's; a row where
+    # mine is not behind lfbo here gets no shares (0.5% of a gap would make clock noise read as 10x closes).
+    even = {"case": "p.m:k@l", "readings": [{"first": "mine", "ratio": {"mine": 0.995, "lfbo": 1.0, "tile": 1.09}}],
+            "configs": {"mine": mine, "lfbo": theirs}, "stored_paired": 1.086}
+    failed = {"case": "p.m:k@x", "error": "no seeded record of this case in --store", "readings": []}
+    doc = collect([{"gpu": "NVIDIA H100 80GB HBM3", "versions": {"helion": "1.5.0"}, "rows": [row, even, failed]}])
+    done, level = doc["rows"]
+    assert done["closes_most_of_gap"] == ["block_sizes"] and list(done["gap_closed"])[0] == "block_sizes"
+    assert (done["mine_here"], done["readings"], done["gpu"]) == (1.1, 2, "NVIDIA H100 80GB HBM3")
+    assert (level["mine_here"], level["stored_paired"], level["gap_closed"], level["closes_most"]) == (0.995, 1.086, {}, None)
 
 
 def test_search_repeat_pairs_draws_of_one_search_from_the_same_seeds_and_sets_apart_what_a_finish_moved(

@@ -20,6 +20,8 @@ config that does not launch fails a judge's whole request.  A copy that normaliz
 `lfbo`'s, or does not launch, is dropped, named.
 
     python bench/probes/knob_swap.py --cases CASES --out $OUT/knob_swap.json      # GPU, no tuning
+    python bench/probes/knob_swap.py --collect bench/results/knob_swap_session48/call*.json \
+        --out bench/results/knob_swap_session48/summary.json
 """
 
 from __future__ import annotations
@@ -44,6 +46,8 @@ from tuning.bench import BASELINE  # noqa: E402
 from tuning.bench.judge import measure_request  # noqa: E402
 
 MINE = "mine"
+BEHIND = 0.01  # mine must read this far behind lfbo here for shares of its gap to mean anything
+CLOSES = 0.8  # a knob that alone closes this share of the gap names what a fix must move
 Measure = Callable[[dict[str, Any], float], dict[str, Any]]
 Check = Callable[[dict[str, Any]], tuple[dict[str, Any], list[str]]]
 
@@ -118,17 +122,47 @@ def measure_row(row: dict[str, Any], measure: Measure, project: Path, device: st
 
 
 def _summarise(row: dict[str, Any]) -> None:
-    """Per copy, its median ratio to `lfbo` and the share of mine's gap it closes (1: all of it; <0: wider)."""
+    """Per copy, its median ratio to `lfbo` and the share of mine's gap it closes (1: all of it; <0: wider).
+
+    Only where mine reads more than ``BEHIND`` behind `lfbo` here: a gap of a few tenths of a percent
+    would turn clock noise into shares of hundreds.
+    """
     ok = [r["ratio"] for r in row["readings"] if "ratio" in r]
     if not ok:
         return
     med = {n: round(statistics.median(r[n] for r in ok), 4) for n in ok[0]}
     gap = med[MINE] - 1.0
     row["median_ratio"] = med
+    row["mine_behind_here"] = gap > BEHIND
     row["gap_closed"] = {n: round((med[MINE] - v) / gap, 3) for n, v in med.items()
-                         if n not in (MINE, BASELINE)} if abs(gap) > 0.005 else {}
+                         if n not in (MINE, BASELINE)} if gap > BEHIND else {}
     ranked = sorted(row["gap_closed"].items(), key=lambda kv: -kv[1])
     row["closes_most"] = ranked[0][0] if ranked else None
+
+
+def collect(docs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Every call's rows in one table (each re-summarised), mine's ratio here beside the stored pairing's.
+
+    The stored pairing was made on the GPU the table was tuned on; where this run's GPU is another,
+    ``mine_here`` against ``stored_paired`` says whether the row's gap is there at all.
+    """
+    rows = []
+    for doc in docs:
+        for row in doc.get("rows", []):
+            if "error" in row or not row.get("readings"):
+                continue
+            _summarise(row)
+            rows.append({"case": row["case"], "gpu": doc.get("gpu"), "stored_paired": row.get("stored_paired"),
+                         "mine_here": row["median_ratio"][MINE], "readings": sum("ratio" in r for r in row["readings"]),
+                         "closes_most": row["closes_most"], "closes_most_of_gap": [
+                             n for n, share in row["gap_closed"].items() if share >= CLOSES],
+                         "gap_closed": dict(sorted(row["gap_closed"].items(), key=lambda kv: -kv[1])),
+                         "median_ratio": row["median_ratio"], "notes": row.get("notes", {}),
+                         "mine": row["configs"][MINE], "lfbo": row["configs"][BASELINE]})
+    return {"what": "knob_swap calls collected: per row, each lfbo knob put alone into the stored pick, its median "
+                    f"ratio to lfbo's pick in the same process, and the share of mine's gap it closes (>= {CLOSES}: "
+                    "closes_most_of_gap)", "versions": sorted({json.dumps(d.get("versions"), sort_keys=True) for d in docs}),
+            "rows": rows}
 
 
 @contextlib.contextmanager
@@ -179,7 +213,9 @@ def _synchronize(device: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--cases", required=True, help="comma list of kernel_id@shape_name")
+    ap.add_argument("--cases", help="comma list of kernel_id@shape_name (GPU)")
+    ap.add_argument("--collect", nargs="+", type=Path, metavar="CALL_JSON",
+                    help="merge earlier calls' JSON into one table (no GPU)")
     ap.add_argument("--store", type=Path, default=ROOT / "bench" / "results" / "store.json")
     ap.add_argument("--strategy", default="seeded")
     ap.add_argument("--repeats", type=int, default=2)
@@ -188,6 +224,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--device", default="cuda", help="cuda, or cpu for a dry run under Pallas interpret")
     ap.add_argument("--out", type=Path, required=True)
     ns = ap.parse_args(argv)
+    if bool(ns.cases) == bool(ns.collect):
+        ap.error("give either --cases CASES or --collect CALL_JSON...")
+    if ns.collect:
+        ns.out.write_text(json.dumps(collect([json.loads(p.read_text()) for p in ns.collect]), indent=1) + "\n")
+        return 0
 
     from tuning.bench.judge import Judge
     from tuning.versions import toolchain_versions
