@@ -27,6 +27,7 @@ Two sources, one answer shape:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import json
 import statistics
@@ -174,18 +175,51 @@ def _document(rows: list[dict[str, Any]], what: str, **extra: Any) -> dict[str, 
             "rows_on_both_sides_of_bar": [r["case"] for r in rows if r.get("spread", {}).get("both_sides_of_bar")]}
 
 
+def add_judge_options(ap: argparse.ArgumentParser, repeats: int) -> None:
+    """The options every probe that re-times stored picks in the bench's judge takes."""
+    ap.add_argument("--store", type=Path, default=ROOT / "bench" / "results" / "store.json")
+    ap.add_argument("--strategy", default="seeded")
+    ap.add_argument("--repeats", type=int, default=repeats)
+    ap.add_argument("--rounds", type=int, default=5, help="interleaved timing rounds in each judge process (the bench's)")
+    ap.add_argument("--project", type=Path, default=ROOT, help="the package project (default: this repo, model_kernels)")
+    ap.add_argument("--device", default="cuda", help="cuda, or cpu for a dry run under Pallas interpret")
+    ap.add_argument("--out", type=Path, required=True)
+
+
+def gpu_name(device: str) -> str | None:
+    """The GPU the judges will run on, for the JSON (None on a CPU dry run)."""
+    if device != "cuda":
+        return None
+    import torch
+
+    return torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
+
+
+@contextlib.contextmanager
+def alternating_judges() -> Iterator[Measure]:
+    """Two warm judges taken in turn: one does its imports (15-23 s of a 25-45 s pairing on the H200) while the other measures.
+
+    An importing judge holds no CUDA context.  Both are closed on exit.
+    """
+    from tuning.bench.judge import Judge
+
+    judges = [Judge(warm=True), Judge(warm=True)]
+    for judge in judges:
+        judge.prestart()
+    turn = itertools.cycle(judges)
+    try:
+        yield lambda request, timeout: next(turn).measure(request, timeout)
+    finally:
+        for judge in judges:
+            judge.close()
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--from-stores", nargs="+", type=Path, metavar="STORE",
                     help="collect the pairings bench stores already repeat (no GPU)")
     ap.add_argument("--cases", help="comma list of kernel_id@shape_name to pair again (GPU)")
-    ap.add_argument("--store", type=Path, default=ROOT / "bench" / "results" / "store.json")
-    ap.add_argument("--strategy", default="seeded")
-    ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--rounds", type=int, default=5, help="interleaved timing rounds in each judge process (the bench's)")
-    ap.add_argument("--project", type=Path, default=ROOT, help="the package project (default: this repo, model_kernels)")
-    ap.add_argument("--device", default="cuda", help="cuda, or cpu for a dry run under Pallas interpret")
-    ap.add_argument("--out", type=Path, required=True)
+    add_judge_options(ap, repeats=3)
     ns = ap.parse_args(argv)
     if bool(ns.from_stores) == bool(ns.cases):
         ap.error("give either --from-stores STORE... or --cases CASES")
@@ -199,17 +233,11 @@ def main(argv: list[str] | None = None) -> int:
               f"worst {doc['worst_max_over_min']}", file=sys.stderr)
         return 0
 
-    from tuning.bench.judge import Judge
     from tuning.versions import toolchain_versions
 
     store = json.loads(ns.store.read_text())
     rows = [stored_pair(store, c.strip(), ns.strategy) for c in ns.cases.split(",") if c.strip()]
-    gpu = None
-    if ns.device == "cuda":
-        import torch
-
-        gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
-    meta = {"versions": toolchain_versions(), "gpu": gpu, "store": str(ns.store), "repeats": ns.repeats,
+    meta = {"versions": toolchain_versions(), "gpu": gpu_name(ns.device), "store": str(ns.store), "repeats": ns.repeats,
             "rounds": ns.rounds}
     what = (f"each row's stored {ns.strategy}/lfbo pair paired again in {ns.repeats} fresh judge processes, "
             "the order alternating; the spread includes the stored pairing")
@@ -218,20 +246,12 @@ def main(argv: list[str] | None = None) -> int:
         ns.out.write_text(json.dumps(_document(rows, what, **meta), indent=1, sort_keys=True) + "\n")
 
     save()
-    # Two warm judges taken in turn: one does its imports (15-23 s of a 25-45 s pairing on the H200)
-    # while the other measures.  An importing judge holds no CUDA context.
-    judges = [Judge(warm=True), Judge(warm=True)]
-    for judge in judges:
-        judge.prestart()
-    turn = itertools.cycle(judges)
     try:
-        repeat(rows, lambda request, timeout: next(turn).measure(request, timeout), ns.project.resolve(), ns.device,
-               ns.repeats, ns.rounds, save)
+        with alternating_judges() as measure:
+            repeat(rows, measure, ns.project.resolve(), ns.device, ns.repeats, ns.rounds, save)
     except KeyboardInterrupt:
         print("judge_repeat: interrupted; the JSON keeps every finished pairing", file=sys.stderr)
     finally:
-        for judge in judges:
-            judge.close()
         save()
     for row in rows:
         print(row["case"], row.get("spread", row.get("error")), file=sys.stderr)

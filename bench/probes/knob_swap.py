@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import copy
-import itertools
 import json
 import os
 import statistics
@@ -41,14 +40,13 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from bench.probes.judge_repeat import stored_pair  # noqa: E402
+from bench.probes.judge_repeat import Measure, add_judge_options, alternating_judges, gpu_name, stored_pair  # noqa: E402
 from tuning.bench import BASELINE  # noqa: E402
 from tuning.bench.judge import measure_request  # noqa: E402
 
 MINE = "mine"
 BEHIND = 0.01  # mine must read this far behind lfbo here for shares of its gap to mean anything
 CLOSES = 0.8  # a knob that alone closes this share of the gap names what a fix must move
-Measure = Callable[[dict[str, Any], float], dict[str, Any]]
 Check = Callable[[dict[str, Any]], tuple[dict[str, Any], list[str]]]
 
 
@@ -211,18 +209,30 @@ def _synchronize(device: str) -> None:
         torch.cuda.synchronize()
 
 
+def prepare_row(row: dict[str, Any], store: dict[str, Any], strategy: str, project: Path, device: str) -> None:
+    """Fill ``row`` with the stored pair and its checked copies, or say why it cannot run (the other rows still do)."""
+    pair = stored_pair(store, row["case"], strategy)
+    if "error" in pair:
+        row["error"] = pair["error"]
+        return
+    mine, theirs = pair["configs"][strategy], pair["configs"][BASELINE]
+    kernel_id, _, shape = row["case"].rpartition("@")
+    try:
+        with bound_checker(project, kernel_id, shape, device) as check:
+            kept, row["notes"] = checked(swaps(mine, theirs), check, mine, theirs)
+    except Exception as e:  # noqa: BLE001  (one row's binding failing leaves the others to run)
+        row["error"] = f"could not bind the config space or run mine: {type(e).__name__}: {e}"[:1500]
+        return
+    row["stored_paired"] = pair["stored"]["paired"]
+    row["configs"] = {MINE: mine, BASELINE: theirs, **kept}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cases", help="comma list of kernel_id@shape_name (GPU)")
     ap.add_argument("--collect", nargs="+", type=Path, metavar="CALL_JSON",
                     help="merge earlier calls' JSON into one table (no GPU)")
-    ap.add_argument("--store", type=Path, default=ROOT / "bench" / "results" / "store.json")
-    ap.add_argument("--strategy", default="seeded")
-    ap.add_argument("--repeats", type=int, default=2)
-    ap.add_argument("--rounds", type=int, default=5, help="interleaved timing rounds in each judge process (the bench's)")
-    ap.add_argument("--project", type=Path, default=ROOT)
-    ap.add_argument("--device", default="cuda", help="cuda, or cpu for a dry run under Pallas interpret")
-    ap.add_argument("--out", type=Path, required=True)
+    add_judge_options(ap, repeats=2)
     ns = ap.parse_args(argv)
     if bool(ns.cases) == bool(ns.collect):
         ap.error("give either --cases CASES or --collect CALL_JSON...")
@@ -230,58 +240,32 @@ def main(argv: list[str] | None = None) -> int:
         ns.out.write_text(json.dumps(collect([json.loads(p.read_text()) for p in ns.collect]), indent=1) + "\n")
         return 0
 
-    from tuning.bench.judge import Judge
     from tuning.versions import toolchain_versions
 
     store = json.loads(ns.store.read_text())
     project = ns.project.resolve()
-    gpu = None
-    if ns.device == "cuda":
-        import torch
-
-        gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
     rows: list[dict[str, Any]] = []
     doc = {"what": "each knob of lfbo's pick put alone into the stored pick ('mine'), every copy timed beside both "
                    f"in {ns.repeats} fresh judge processes, the order reversed; ratios are to lfbo's pick in the same process",
-           "versions": toolchain_versions(), "gpu": gpu, "store": str(ns.store), "strategy": ns.strategy,
+           "versions": toolchain_versions(), "gpu": gpu_name(ns.device), "store": str(ns.store), "strategy": ns.strategy,
            "rounds": ns.rounds, "rows": rows}
 
     def save() -> None:
         ns.out.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
 
-    judges = [Judge(warm=True), Judge(warm=True)]
-    for judge in judges:
-        judge.prestart()
-    turn = itertools.cycle(judges)
     try:
-        for case in (c.strip() for c in ns.cases.split(",") if c.strip()):
-            pair = stored_pair(store, case, ns.strategy)
-            row: dict[str, Any] = {"case": case, "readings": []}
-            rows.append(row)
-            if "error" in pair:
-                row["error"] = pair["error"]
+        with alternating_judges() as measure:
+            for case in (c.strip() for c in ns.cases.split(",") if c.strip()):
+                row: dict[str, Any] = {"case": case, "readings": []}
+                rows.append(row)
+                prepare_row(row, store, ns.strategy, project, ns.device)
                 save()
-                continue
-            mine, theirs = pair["configs"][ns.strategy], pair["configs"][BASELINE]
-            kernel_id, _, shape = case.rpartition("@")
-            try:
-                with bound_checker(project, kernel_id, shape, ns.device) as check:
-                    kept, row["notes"] = checked(swaps(mine, theirs), check, mine, theirs)
-            except Exception as e:  # noqa: BLE001  (one row's binding failing leaves the others to run)
-                row["error"] = f"could not bind the config space or run mine: {type(e).__name__}: {e}"[:1500]
-                save()
-                continue
-            row["stored_paired"] = pair["stored"]["paired"]
-            row["configs"] = {MINE: mine, BASELINE: theirs, **kept}
-            save()
-            measure_row(row, lambda request, timeout: next(turn).measure(request, timeout), project, ns.device,
-                        ns.repeats, ns.rounds, save)
-            print(case, row.get("median_ratio"), row.get("closes_most"), file=sys.stderr)
+                if "error" not in row:
+                    measure_row(row, measure, project, ns.device, ns.repeats, ns.rounds, save)
+                print(case, row.get("median_ratio", row.get("error")), row.get("closes_most"), file=sys.stderr)
     except KeyboardInterrupt:
         print("knob_swap: interrupted; the JSON keeps every finished measurement", file=sys.stderr)
     finally:
-        for judge in judges:
-            judge.close()
         save()
     return 0 if all("error" not in r for r in rows) else 1
 
