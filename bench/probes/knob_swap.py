@@ -76,18 +76,18 @@ def swaps(mine: Mapping[str, Any], theirs: Mapping[str, Any]) -> dict[str, dict[
     return out
 
 
-def checked(named: dict[str, dict[str, Any]], normalize: Check, mine: Mapping[str, Any],
+def checked(named: dict[str, dict[str, Any]], check: Check, mine: Mapping[str, Any],
             theirs: Mapping[str, Any]) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
     """The copies as Helion's config space takes them, and why any was dropped or is not a one-knob change.
 
-    ``normalize`` raises for a copy that cannot run; mine and `lfbo`'s must pass it (they are stored picks).
+    ``check`` raises for a copy that cannot run; mine and `lfbo`'s must pass it (they are stored picks).
     """
     kept: dict[str, dict[str, Any]] = {}
     notes: dict[str, str] = {}
-    same = {json.dumps(normalize(dict(c))[0], sort_keys=True): n for n, c in ((MINE, mine), (BASELINE, theirs))}
+    same = {json.dumps(check(dict(c))[0], sort_keys=True): n for n, c in ((MINE, mine), (BASELINE, theirs))}
     for name, config in named.items():
         try:
-            fixed, moved = normalize(config)
+            fixed, moved = check(config)
         except Exception as e:  # noqa: BLE001  (Helion's InvalidConfig and the asserts its checks raise)
             notes[name] = f"dropped: not a config of this space, or does not launch ({type(e).__name__}: {str(e)[:200]})"
             continue
