@@ -80,6 +80,8 @@ copy_trials() {
   [ $# -gt 0 ] && { pats=(); for f in "$@"; do pats+=("$R/var_$f.json" "$R/var_$f.log"); done; }
   for f in "${pats[@]}"; do [ -e "$f" ] && cp "$f" "$OUT/"; done
 }
+# model_cases LIST: CASES when set, else LIST (module:kernel@shape, comma-separated) as model_kernels case ids.
+model_cases() { echo "${CASES:-$(echo "$1" | sed 's/\([^,]*\)/model_kernels.\1/g')}"; }
 pack() { tar -C "$R" --exclude='*cache*' -czf "$OUT/res.tgz" . ; ls -la "$R" "$R"/* | head -60; }
 wait_jobs() {  # wait_jobs SECONDS: until both jobs wrote their done marker, or SECONDS pass
   # Each tick also copies the bench store and the table logs to $OUT, so a call cut short still brings
@@ -246,13 +248,13 @@ judge-repeat)
   # default: the table's 8 rows over 1.05, and the two pairs already read on both sides of it
   # (bench/results/judge_repeats.json: softmax large 1.050/1.051/1.020, grouped GEMM medium)
   over=attention:attention@small,attention:attention_causal@large,attention:attention_causal@medium,fp8_attention:fp8_attention@small,fp8_attention:fp8_attention@large,gdn_fwd_h:gdn_fwd_h@large,mamba2_chunk_scan:mamba2_chunk_scan@small,rms_norm:rms_norm@small,softmax:softmax@large,grouped_gemm:grouped_gemm@medium
-  cases=${CASES:-$(echo "$over" | sed 's/\([^,]*\)/model_kernels.\1/g')}
+  cases=$(model_cases "$over")
   timeout -s INT "${1:-540}" python3 bench/probes/judge_repeat.py --cases "$cases" --repeats "${REPEATS:-3}" \
     --out "$R/judge_repeat.json" > "$R/judge_repeat.log" 2>&1; echo "judge-repeat rc=$?"
   cp "$R/judge_repeat.json" "$R/judge_repeat.log" "$OUT/" 2>/dev/null || true ;;
 knob-swap)
   over=attention:attention@small,gdn_fwd_h:gdn_fwd_h@large,fp8_attention:fp8_attention@large,rms_norm:rms_norm@small,fp8_attention:fp8_attention@small,mamba2_chunk_scan:mamba2_chunk_scan@small,attention:attention_causal@large,attention:attention_causal@medium
-  cases=${CASES:-$(echo "$over" | sed 's/\([^,]*\)/model_kernels.\1/g')}
+  cases=$(model_cases "$over")
   timeout -s INT "${1:-540}" python3 bench/probes/knob_swap.py --cases "$cases" --out "$R/knob_swap.json" \
     > "$R/knob_swap.log" 2>&1; echo "knob-swap rc=$?"
   cp "$R/knob_swap.json" "$R/knob_swap.log" "$OUT/" 2>/dev/null || true ;;

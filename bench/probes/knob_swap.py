@@ -58,15 +58,15 @@ def swaps(mine: Mapping[str, Any], theirs: Mapping[str, Any]) -> dict[str, dict[
     """
     out: dict[str, dict[str, Any]] = {}
     for knob in sorted(set(mine) | set(theirs)):
-        if mine.get(knob) == theirs.get(knob):
+        a, b = mine.get(knob), theirs.get(knob)
+        if a == b:
             continue
         made = copy.deepcopy(dict(mine))
         if knob in theirs:
-            made[knob] = copy.deepcopy(theirs[knob])
+            made[knob] = copy.deepcopy(b)
         else:
             del made[knob]
         out[knob] = made
-        a, b = mine.get(knob), theirs.get(knob)
         if knob == "block_sizes" and isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
             axes = [i for i, (x, y) in enumerate(zip(a, b)) if x != y]
             for i in axes if len(axes) > 1 else []:
