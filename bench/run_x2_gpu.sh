@@ -36,7 +36,10 @@
 #                    (VAR_BASE: start each copy from that store instead, e.g. a cut trial's, so its finished
 #                    first shapes seed the later ones, or this machine's own $R/var_<name>.json to go on in it;
 #                    the committed store's lfbo baselines it lacks are merged in first; each invocation
-#                    appends to $R/var_<name>.log under a "== variants" header)
+#                    appends to $R/var_<name>.log under a "== variants" header; VAR_PROXY=1: on a card that is not
+#                    the store's, the store's lfbo picks and the other shapes' seeded picks are copied under this
+#                    card's run key, marked proxy_of, so each row is paired with the store card's lfbo pick re-timed
+#                    here (bench/probes/proxy_store.py; on the store's own card the store is copied unchanged))
 #   variants-x2    : two `variants` trials at once, CASES_A on GPU0 and CASES_B on GPU1 (half the cores each), from
 #                    VAR_BASE into $R/a and $R/b, brought back as $OUT/a/ and $OUT/b/ (one after the other on 1 GPU)
 #   lfbo-spread [s]: (as PRE_A of `table`, or alone) a second lfbo draw of CASES (-C seed=SPREAD_SEED, default 1) in a
@@ -193,10 +196,14 @@ variants)
         "give the store that call returned, copied into the repository (bench/results/variants_sessionNN/var_$name.json)"
       kill "$copier" 2>/dev/null; exit 2
     fi
-    [ "$base" -ef "$R/var_$name.json" ] || cp "$base" "$R/var_$name.json"  # or from this machine's own trial store
     # Appended, with a header: a second invocation on one trial store (session 34's call 2) overwrote
     # the first one's log, and with it how its two rows ran
     echo "== variants $name $(date -u +%FT%TZ) cases $cases" >> "$R/var_$name.log"
+    if [ "$base" -ef "$R/var_$name.json" ]; then :  # going on in this machine's own trial store
+    elif [ -n "${VAR_PROXY:-}" ]; then  # on another card than the store's: its picks copied under this card's run key
+      python3 bench/probes/proxy_store.py --from "$base" --out "$R/var_$name.json" --draw "$cases" >> "$R/var_$name.log" 2>&1 \
+        || { echo "variants: proxy_store failed (see var_$name.log)"; cp "$R/var_$name.log" "$OUT/"; kill "$copier" 2>/dev/null; exit 2; }
+    else cp "$base" "$R/var_$name.json"; fi
     # A trial store made before a baseline was: the table's lfbo rows it lacks, and no table seeded row
     # (session 34's mamba2 large variant row had no lfbo beside it, so no same-process ratio)
     [ "$base" -ef bench/results/store.json ] || python3 -m tuning.cli bench --store "$R/var_$name.json" \

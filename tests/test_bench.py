@@ -22,7 +22,7 @@ from tuning.bench.compare import analyse, display_name, summary_json
 from tuning.bench.report import ROOF_OVER_ONE, markdown
 from tuning.bench.run import BenchOptions, Engine, run_bench
 from tuning.bench.seeding import LOCK_SEEDING, SEEDING, seed_digest
-from tuning.bench.store import Store
+from tuning.bench.store import Store, run_key
 from tuning.cli import main as kiln_main
 from tuning.lock import LockEntry
 from tuning.plan import Case
@@ -773,6 +773,33 @@ def test_kiln_bench_end_to_end_on_tinypkg(tinypkg: Path) -> None:
     assert len({r["pid"] for r in swapped["readings"]} | {os.getpid()}) == 3
     assert set(swapped["median_ratio"]) == set(swapped["configs"]) and swapped["median_ratio"]["lfbo"] == 1.0
 
+    # bench/probes/proxy_store.py: the store's records as another card's (the table's H200 on an H100 here), copied
+    # under this card's run key; a seeded variant drawn there is paired with the copied lfbo pick by the real bench.
+    other = copy.deepcopy(doc)
+    (src,) = other["runs"].values()
+    src["gpu"] = {"name": "NVIDIA H200", "arch": "triton:sm90"}
+    other["runs"] = {run_key(src["gpu"], src["versions"]): src}
+    (tinypkg / "h200.json").write_text(json.dumps(other))
+    probes = Path(__file__).resolve().parents[1] / "bench/probes"
+    proxied = run([sys.executable, str(probes / "proxy_store.py"), "--from", str(tinypkg / "h200.json"), "--out",
+                   str(tinypkg / "proxy.json"), "--draw", "tinypkg.ops:add@small", "--gpu", "cpu@pallas:interpret"],
+                  tinypkg, env, timeout=60)
+    assert "1 records copied" in proxied.stdout and "tinypkg.ops:add@small lfbo" in proxied.stdout
+    variant = [sys.executable, str(Path(__file__).resolve().parents[1] / "bench/seeded_variant.py"), "--set",
+               "seed_variants.scaled_tiles=1", "--", "bench", "--cases", "tinypkg.ops:add@small", "--strategies",
+               "seeded", "--rounds", "2", "--store", str(tinypkg / "proxy.json")]
+    drawn = run(variant, tinypkg, env, timeout=240)
+    assert "0 reused" in drawn.stderr and "1 to run" in drawn.stderr
+    proxy_doc = json.loads((tinypkg / "proxy.json").read_text())
+    assert proxy_doc["runs"][run_key(src["gpu"], src["versions"])] == src  # the source card's run untouched
+    here = proxy_doc["runs"][key]
+    assert here["proxy_of"] == run_key(src["gpu"], src["versions"])
+    mine = here["cases"]["tinypkg.ops:add@small"]["strategies"]
+    assert mine["lfbo"] == {**recs["lfbo"], "proxy_of": here["proxy_of"]}
+    assert "proxy_of" not in mine["seeded"] and mine["seeded"]["finished_at"] > recs["seeded"]["finished_at"]
+    assert mine["seeded"]["vs_lfbo"]["lfbo_config"] == recs["lfbo"]["config"] and mine["seeded"]["vs_lfbo"]["lfbo_ms"] > 0
+    assert mine["seeded"]["strategy_limits"] != recs["seeded"]["strategy_limits"]  # the variant's search
+
     # --to-lock: the stored config goes into kiln.lock under the engine's own shape key, and the plan then
     # takes that case from the lock instead of tuning it.
     doctor = [sys.executable, "-m", "tuning.cli", "doctor", "--json"]
@@ -892,7 +919,7 @@ def test_to_lock_takes_lfbo_unless_beaten_in_the_same_process_and_skips_stale_re
 _WRITER = """
 import sys, time
 from pathlib import Path
-from tuning.bench.store import Store
+from tuning.bench.store import Store, run_key
 store_path, tag, gate = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
 (gate.parent / f"ready-{tag}").touch()
 while not gate.exists():  # start both writers together, so their puts really overlap
@@ -1466,6 +1493,45 @@ def test_judge_repeat_collects_pairings_made_more_than_once_and_pairs_a_stored_r
     # the stored pairing counts as one of the spread's; the order effect shows as a median per first config
     assert ok["spread"]["pairings"] == 4 and ok["spread"]["max_over_min"] == pytest.approx(1.07 / 1.03, abs=1e-4)
     assert ok["spread"]["median_by_first"] == {"lfbo": 1.03, "seeded": 1.07} and ok["spread"]["both_sides_of_bar"]
+
+
+def test_proxy_store_copies_the_table_s_picks_under_another_card_s_run_key_and_leaves_the_drawn_rows_out() -> None:
+    """Sessions 47-49 got H100s where the table is the H200's: a variant drawn there needs the H200's lfbo picks to be
+    paired with, and the seeds a first build hands the drawn shape, under the H100's own run key, marked as copies."""
+    from bench.probes.proxy_store import proxy_doc
+
+    versions = {"helion": "1.5.0", "torch": "2.11.0+cu130", "triton": "3.6.0"}
+    h200, h100 = {"name": "NVIDIA H200", "arch": "triton:sm90"}, {"name": "NVIDIA H100 80GB HBM3", "arch": "triton:sm90"}
+
+    def case(kernel: str, shape: str, **recs: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        return f"{kernel}@{shape}", {"kernel_id": kernel, "shape_name": shape, "strategies": recs}
+
+    cases = dict([case("m:attn", "medium", lfbo={"config": {"b": 1}}, seeded={"config": {"b": 2}}),
+                  case("m:attn", "small", lfbo={"config": {"b": 3}}, seeded={"config": {"b": 4}}, llm={"config": {}}),
+                  case("m:gdn", "large", lfbo={"config": {"b": 5}}, seeded={"config": {"b": 6}})])
+    doc = {"format": 1, "runs": {run_key(h200, versions): {"gpu": h200, "versions": versions, "peaks": {"copy_gbps": 4000},
+                                                           "cases": cases}}}
+    out, copied = proxy_doc(doc, h100, ["m:attn@small"])
+    src = run_key(h200, versions)
+    assert out["runs"][src] == doc["runs"][src] and doc["runs"][src]["cases"] == cases  # the source untouched
+    here = out["runs"][run_key(h100, versions)]
+    assert here["proxy_of"] == src and here["peaks"] is None and here["gpu"] == h100  # this card measures its own peaks
+    assert copied == ["m:attn@medium lfbo", "m:attn@medium seeded", "m:attn@small lfbo"]  # not gdn, not llm
+    assert here["cases"]["m:attn@small"]["strategies"] == {"lfbo": {"config": {"b": 3}, "proxy_of": src}}
+    assert here["cases"]["m:attn@medium"]["strategies"]["seeded"] == {"config": {"b": 2}, "proxy_of": src}
+    # Going on from a store that already holds this card's draw keeps the draw (it is not redrawn).
+    here["cases"]["m:attn@small"]["strategies"]["seeded"] = {"config": {"b": 7}}
+    again, more = proxy_doc(out, h100, ["m:attn@small"])
+    assert more == [] and again["runs"][run_key(h100, versions)]["cases"]["m:attn@small"]["strategies"]["seeded"] == {"config": {"b": 7}}
+    # On the source card itself: the store as it is, so the same command draws a real table row.
+    assert proxy_doc(doc, h200, ["m:attn@small"]) == (doc, [])
+    with pytest.raises(SystemExit, match="m:attn@large not in the source run"):
+        proxy_doc(doc, h100, ["m:attn@large"])
+    two = {"format": 1, "runs": {**doc["runs"], run_key({"name": "B200", "arch": "triton:sm100"}, versions): {
+        "gpu": {"name": "B200", "arch": "triton:sm100"}, "versions": versions, "cases": {}}}}
+    with pytest.raises(SystemExit, match="more than one source run; give --source-gpu, one of: B200, NVIDIA H200"):
+        proxy_doc(two, h100, ["m:attn@small"])
+    assert run_key(h100, versions) in proxy_doc(two, h100, ["m:attn@small"], "NVIDIA H200")[0]["runs"]
 
 
 def test_knob_swap_puts_each_of_lfbo_s_knobs_alone_into_the_pick_and_names_what_closes_the_gap() -> None:

@@ -137,6 +137,23 @@ def test_variants_go_on_from_var_base_so_a_cut_trial_seeds_its_later_shapes(tmp_
     assert (out / "var_w.json").read_text() == base.read_text()
 
 
+def test_variants_with_var_proxy_draw_into_a_proxy_copy_of_the_store_and_merge_nothing(tmp_path: Path) -> None:
+    """Sessions 47-49 were lent H100s where the table is the H200's: VAR_PROXY makes the trial store with
+    bench/probes/proxy_store.py (the table's picks under this card's run key) instead of a plain copy."""
+    proc, res, out = _run(tmp_path, 1, "variants", CASES="model_kernels.attention:attention@small",
+                          VARIANTS="st1=seed_variants.scaled_tiles=1|ship=", VAR_PROXY="1")
+    assert proc.returncode == 0, proc.stderr
+    calls = (res / "calls").read_text().splitlines()
+    assert len(calls) == 4 and not any("--merge-from" in c for c in calls)  # the proxy copies the baselines itself
+    for name, (proxy, variant) in zip(["st1", "ship"], [calls[:2], calls[2:]]):
+        assert (f"bench/probes/proxy_store.py --from bench/results/store.json --out {res / f'var_{name}.json'} "
+                f"--draw model_kernels.attention:attention@small") in proxy
+        assert f"--store {res / f'var_{name}.json'}" in variant
+    assert "--set seed_variants.scaled_tiles=1 -- bench" in calls[1] and "--set" not in calls[3]  # today's search
+    log = (out / "var_st1.log").read_text()
+    assert log.index("== variants st1 ") < log.index("kiln bench: done stub")  # the proxy's output under the header
+
+
 def test_variants_from_a_var_base_that_is_not_there_stop_before_any_search(tmp_path: Path) -> None:
     """Session 39: a call on a fresh machine named the last machine's /tmp/res store; the copy failed and
     the trial ran on from an empty store, so grouped GEMM small ran cold where a build seeds it."""
