@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--set", action="append", default=[], metavar="TABLE.KEY=INT",
                     help="e.g. with_seeds.copies=2 (tables: with_seeds, compiler_seeds_only, as_shipped, fast_finish, and seeded.option_tables(): "
-                         "polish, seed_variants, search_clock, first_population, small_kernel_finish, search_stop, warm_worker)")
+                         "polish, seed_variants, search_clock, first_population, small_kernel_finish, search_stop, seed_check, search_verify, warm_worker, grid_order)")
     ns = ap.parse_args(ours)
     if not kiln:
         ap.error("give the kiln command after --, e.g. -- bench --cases ... --store ...")

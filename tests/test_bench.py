@@ -786,7 +786,7 @@ def test_kiln_bench_end_to_end_on_tinypkg(tinypkg: Path) -> None:
                   tinypkg, env, timeout=60)
     assert "1 records copied" in proxied.stdout and "tinypkg.ops:add@small lfbo" in proxied.stdout
     variant = [sys.executable, str(Path(__file__).resolve().parents[1] / "bench/seeded_variant.py"), "--set",
-               "seed_variants.scaled_tiles=1", "--", "bench", "--cases", "tinypkg.ops:add@small", "--strategies",
+               "seed_variants.scaled_tiles=1", "--set", "grid_order.loop_orders=1", "--", "bench", "--cases", "tinypkg.ops:add@small", "--strategies",
                "seeded", "--rounds", "2", "--store", str(tinypkg / "proxy.json")]
     drawn = run(variant, tinypkg, env, timeout=240)
     assert "0 reused" in drawn.stderr and "1 to run" in drawn.stderr
@@ -798,7 +798,8 @@ def test_kiln_bench_end_to_end_on_tinypkg(tinypkg: Path) -> None:
     assert mine["lfbo"] == {**recs["lfbo"], "proxy_of": here["proxy_of"]}
     assert "proxy_of" not in mine["seeded"] and mine["seeded"]["finished_at"] > recs["seeded"]["finished_at"]
     assert mine["seeded"]["vs_lfbo"]["lfbo_config"] == recs["lfbo"]["config"] and mine["seeded"]["vs_lfbo"]["lfbo_ms"] > 0
-    assert mine["seeded"]["strategy_limits"] != recs["seeded"]["strategy_limits"]  # the variant's search
+    assert mine["seeded"]["strategy_limits"]["grid_order"] == {"loop_orders": 1}  # the variant's search, and
+    assert mine["seeded"]["provenance"]["grid_order"]["loop_orders"] == 1  # its grid-order round ran in the real search
 
     # --to-lock: the stored config goes into kiln.lock under the engine's own shape key, and the plan then
     # takes that case from the lock instead of tuning it.

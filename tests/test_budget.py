@@ -589,6 +589,69 @@ def test_bounded_polish_benchmarks_only_the_picked_neighbours(pallas_env: None, 
     assert seeded.search_limits()["polish"] == {"max_neighbors": 24}
 
 
+def test_grid_order_round_tries_far_loop_orders_and_l2_groupings_after_the_polish(pallas_env: None,
+                                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """seeded's optional grid-order round (off by default), on a real Helion search of tinypkg.
+
+    The benchmark is faked (a time per config), so the test sees which copies ran and that the
+    round keeps the far one that reads fastest, then polishes from it.
+    """
+    import torch
+
+    from helion.autotuner import LFBOTreeSearch
+
+    from tuning.strategies import seeded
+    from tuning.strategies.grid_order import add_grid_order_round, far_copies, order_moves
+
+    # One loop's other orders: all of them for up to 3 axes, else each axis to the front and to the back.
+    assert order_moves([0, 1]) == [[1, 0]] and len(order_moves([0, 1, 2])) == 5
+    five = order_moves([4, 0, 2, 3, 1])
+    assert [2, 4, 0, 3, 1] in five and [4, 0, 3, 1, 2] in five and len(five) == len({tuple(o) for o in five}) <= 8
+    # The near values (a doubling or halving) are the polish's; far ones only, one knob at a time.
+    copies = dict(far_copies({"loop_orders": [[0, 1]], "l2_groupings": [2], "num_warps": 4}, [1, 2, 4, 8, 16, 32, 64],
+                             loop_orders=True, l2_groupings=True))
+    assert list(copies) == ["loop_orders[0]=[1, 0]", "l2_groupings[0]=8", "l2_groupings[0]=16", "l2_groupings[0]=32",
+                            "l2_groupings[0]=64"]
+    assert copies["l2_groupings[0]=16"] == {"loop_orders": [[0, 1]], "l2_groupings": [16], "num_warps": 4}
+
+    x = torch.randn(64, 128)
+    bound = _case().kernel.bind((x, x))
+    search = LFBOTreeSearch(bound, (x, x), copies=1, polish_rounds=1)
+    search._prepare()
+    assert add_grid_order_round(search, 0, 0) == {} and "_polish_descent" not in vars(search)  # off: Helion's own
+    polished: list[Any] = []
+    monkeypatch.setattr(search, "_polish_descent", lambda visited: polished.append(search.best.config))
+    applied = add_grid_order_round(search, 1, 1)
+    ran: list[tuple[str, Any]] = []
+
+    def bench(members: list[Any], *, desc: str = "", raise_if_no_viable_config: bool = True) -> list[Any]:
+        for m in members:
+            m.perfs.append(30.0 if dict(m.config).get("loop_orders") == [[1, 0]] else 45.0)
+            m.status = "ok"
+            ran.append((desc, dict(m.config)))
+        return members
+
+    monkeypatch.setattr(search, "benchmark_population", bench)
+    monkeypatch.setattr(search, "rebenchmark_population", lambda members, desc="": None)
+    start = search.make_unbenchmarked(search.config_gen.default_flat())
+    start.perfs.append(50.0)
+    start.status = "ok"
+    search.population = [start]
+    visited = {start.config}
+    search._polish_descent(visited)
+
+    tried = [c for d, c in ran if d == "kiln: grid order"]
+    assert tried and len(tried) == applied["tried"] and all(c != dict(start.config) for c in tried)
+    # Pallas's space has an L2 grouping spec but normalizes the knob away, so its copies are the start
+    # itself and are not run again; a 2-D tile has one other loop order.
+    assert tried == [{**dict(start.config), "loop_orders": [[1, 0]]}]
+    assert applied["moved"] == "loop_orders[0]=[1, 0]" and search.best.perf == 30.0
+    assert polished == [start.config, search.best.config]  # the polish, then again from the far pick
+    assert "grid_order" not in seeded.search_limits()
+    monkeypatch.setitem(seeded.GRID_ORDER, "l2_groupings", 1)
+    assert seeded.search_limits()["grid_order"] == {"l2_groupings": 1}
+
+
 def _tiny_seeded_tune(monkeypatch: pytest.MonkeyPatch, on_seeds: Callable[[list[Any]], None],
                      seeds: tuple[dict[str, Any], ...] | None = None,
                      seed_shapes: tuple[str, ...] = ()) -> tuple[Any, Any]:

@@ -22,6 +22,7 @@ from ..runtime.keys import shape_key
 from .as_shipped import accuracy_tolerances, finalists, rank_as_shipped
 from .base import Budget, TuneContext, TuneOutcome
 from .first_population import pad_with_seed_neighbours
+from .grid_order import add_grid_order_round
 from .lfbo import apply_budget_settings, run_search, search_kwargs
 from .polish import bound_polish
 from .seed_check import widen_when_seeds_lose
@@ -253,6 +254,14 @@ REBENCHMARK_THRESHOLD_ENV = "HELION_REBENCHMARK_THRESHOLD"
 # (bench/seeded_variant.py --set warm_worker.prestart=0).
 WARM_WORKER = {"prestart": 1}
 
+# Grid order (grid_order.py): after the polish, one round over the search best's far loop orders
+# (each axis to the front and to the back) and L2 groupings (every allowed value past a doubling).
+# Off: a candidate fix for mamba2 small (loop order) and causal attention medium (L2 grouping),
+# where the knob probe (session 48, an H100) found one such knob closing 92% and 98% of the gap to
+# lfbo's pick (bench/results/knob_swap_session48/summary.json).  Not yet drawn; try it with
+# bench/seeded_variant.py (--set grid_order.loop_orders=1 --set grid_order.l2_groupings=1).
+GRID_ORDER = {"loop_orders": 0, "l2_groupings": 0}
+
 
 class Finish(NamedTuple):
     """The last choice after the search: how many finalists, why, and how many of them get pointer copies."""
@@ -337,7 +346,7 @@ def option_tables() -> dict[str, dict[str, int]]:
     return {"polish": POLISH, "seed_variants": SEED_VARIANTS, "search_clock": SEARCH_CLOCK,
             "first_population": FIRST_POPULATION, "small_kernel_finish": SMALL_KERNEL_FINISH,
             "search_stop": SEARCH_STOP, "seed_check": SEED_CHECK, "search_verify": SEARCH_VERIFY,
-            "warm_worker": WARM_WORKER}
+            "warm_worker": WARM_WORKER, "grid_order": GRID_ORDER}
 
 
 def search_limits(options: Sequence[str] | None = None) -> dict[str, Any]:
@@ -395,6 +404,7 @@ class SeededStrategy:
             search.set_best_available_seed_configs(seeds)
             finish = fast_finish(search)
             polish = bound_polish(search, POLISH["max_neighbors"])
+            grid = add_grid_order_round(search, GRID_ORDER["loop_orders"], GRID_ORDER["l2_groupings"])
             first = pad_with_seed_neighbours(search, seeds, FIRST_POPULATION["seed_neighbours"])
             check = widen_when_seeds_lose(search, seeds if given else [], SEED_CHECK["widen"],
                                           SEED_CHECK["margin_pct"] / 100)
@@ -425,7 +435,7 @@ class SeededStrategy:
         # What each optional step did, under the key the store and the report read; a step that did
         # nothing leaves no key, so a record shows only the steps that shaped it.
         steps = {"fast_finish": finish, "polish": polish, "first_population": first, "search_stop": stop,
-                 "seed_check": check, "warm_worker": warm}  # warm_worker: how many worker starts took the spare
+                 "seed_check": check, "warm_worker": warm, "grid_order": grid}  # warm_worker: how many worker starts took the spare
         outcome.extra.update({key: value for key, value in steps.items() if value})
         outcome.extra.update(clock)
         outcome.extra.update(verify)
