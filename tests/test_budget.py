@@ -527,6 +527,19 @@ def test_small_kernel_finish_times_pointer_copies_of_its_finalists_once_they_agr
     assert "(1 pointer copies, " in capfd.readouterr().err
 
 
+def _descend_from_default(search: Any, bench: Callable[..., list[Any]], monkeypatch: pytest.MonkeyPatch) -> set[Any]:
+    """Run ``search``'s polish descent from its default config read at 50 ms, timed by ``bench``; return visited."""
+    monkeypatch.setattr(search, "benchmark_population", bench)
+    monkeypatch.setattr(search, "rebenchmark_population", lambda members, desc="": None)
+    start = search.make_unbenchmarked(search.config_gen.default_flat())
+    start.perfs.append(50.0)
+    start.status = "ok"
+    search.population = [start]
+    visited = {start.config}
+    search._polish_descent(visited)
+    return visited
+
+
 def test_bounded_polish_benchmarks_only_the_picked_neighbours(pallas_env: None, monkeypatch: pytest.MonkeyPatch) -> None:
     """seeded's optional polish width (off by default): each round benchmarks only what the surrogate picks.
 
@@ -565,14 +578,7 @@ def test_bounded_polish_benchmarks_only_the_picked_neighbours(pallas_env: None, 
         return members
 
     monkeypatch.setattr(search, "_surrogate_select", pick)
-    monkeypatch.setattr(search, "benchmark_population", bench)
-    monkeypatch.setattr(search, "rebenchmark_population", lambda members, desc="": None)
-    start = search.make_unbenchmarked(search.config_gen.default_flat())
-    start.perfs.append(50.0)
-    start.status = "ok"
-    search.population = [start]
-    visited = {start.config}
-    search._polish_descent(visited)
+    visited = _descend_from_default(search, bench, monkeypatch)
 
     assert len(offered[0]) > 2  # tinypkg's neighbourhood is wider than the cap
     assert [c for d, c in ran if d == "Polish round 1"] == picked[0]  # exactly the picked two ran
@@ -631,14 +637,8 @@ def test_grid_order_round_tries_far_loop_orders_and_l2_groupings_after_the_polis
             ran.append((desc, dict(m.config)))
         return members
 
-    monkeypatch.setattr(search, "benchmark_population", bench)
-    monkeypatch.setattr(search, "rebenchmark_population", lambda members, desc="": None)
-    start = search.make_unbenchmarked(search.config_gen.default_flat())
-    start.perfs.append(50.0)
-    start.status = "ok"
-    search.population = [start]
-    visited = {start.config}
-    search._polish_descent(visited)
+    _descend_from_default(search, bench, monkeypatch)
+    (start,) = [m for m in search.population if m.perfs == [50.0]]
 
     tried = [c for d, c in ran if d == "kiln: grid order"]
     assert tried and len(tried) == applied["tried"] and all(c != dict(start.config) for c in tried)
