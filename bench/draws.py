@@ -67,6 +67,8 @@ def collect(summaries: list[dict[str, Any]], usual: dict[str, Any],
     draws: dict[str, dict[str, list[dict[str, Any]]]] = {}
     for summary in summaries:
         for label, group in summary["groups"].items():
+            if group.get("proxy_note"):  # drawn on another card than the table's: not a draw of a table row
+                continue
             search = label.partition(BUDGET_MARK)[0]
             for case, row in group["cases"].items():
                 key = (case, *_identity(row))

@@ -66,6 +66,23 @@ def usual_budget(doc: dict[str, Any], strategy: str) -> dict[str, Any]:
     return json.loads(max(counts, key=lambda t: (counts[t], t))) if counts else {}
 
 
+PROXY_NOTE = ("drawn on this card against the lfbo picks of another (proxy_of): the latency ratio is both picks re-timed "
+              "in one fresh process here; the time and configs ratios set this card's search against the other card's "
+              "lfbo search, and do not compare like with like")
+
+
+def without_copies(run: dict[str, Any]) -> dict[str, Any]:
+    """A proxy run (bench/probes/proxy_store.py) less the other card's records it copied, its ``lfbo`` picks excepted.
+
+    The copied ``seeded`` records are the other card's draws, with that card's ratios: summarised under
+    this card, they would read as draws made here.  The ``lfbo`` copies stay: they are what this card's
+    draws were re-timed against.
+    """
+    return {**run, "cases": {label: {**case, "strategies": {
+        name: rec for name, rec in case["strategies"].items() if name == "lfbo" or not rec.get("proxy_of")}}
+        for label, case in run["cases"].items()}}
+
+
 def summarise(path: Path, strategy: str = "seeded", today: dict[str, Any] | None = None) -> dict[str, Any]:
     """Per search that made ``strategy``'s records in the store at ``path``: its limits, per-case ratios, summary.
 
@@ -90,6 +107,9 @@ def summarise(path: Path, strategy: str = "seeded", today: dict[str, Any] | None
 
     for key, run in doc["runs"].items():
         prefix = f"{key}: " if len(doc["runs"]) > 1 else ""  # name the GPU and toolchain only where there are several
+        if run.get("proxy_of"):  # bench/probes/proxy_store.py: this card's draws against another card's lfbo picks
+            prefix = f"{key} (against the lfbo picks of {run['proxy_of']}): "
+            run = without_copies(run)
         analysis = analyse(run, name_of=name_of)
         for row in analysis["rows"]:
             if row["strategy"] in groups and row["ratios"]:
@@ -102,6 +122,8 @@ def summarise(path: Path, strategy: str = "seeded", today: dict[str, Any] | None
         for label, summary in analysis["strategies"].items():
             if label in groups:
                 groups[label]["summary"] = summary
+                if run.get("proxy_of"):
+                    groups[label]["proxy_note"] = PROXY_NOTE
     # Only searches with at least one case against a matching lfbo baseline (not just failures) are judged.
     return {"store": str(path), "usual_budget": usual,
             "groups": {label: g for label, g in groups.items() if g["cases"]}}

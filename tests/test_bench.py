@@ -670,6 +670,37 @@ def test_variant_summary_judges_each_search_on_its_own_records(tmp_path: Path) -
     assert groups["older search (limits not recorded)"]["summary"]["worst_latency_ratio"] == pytest.approx(1.2)
 
 
+def test_variant_summary_counts_only_a_proxy_run_s_own_draws_and_says_its_times_are_across_cards(tmp_path: Path) -> None:
+    """A proxy store (bench/probes/proxy_store.py) holds another card's seeded picks copied under this card's run
+    key, as seeds: summarised as this card's draws, they would read as draws made here, with that card's ratios."""
+    from bench.probes.proxy_store import proxy_doc
+    from bench.variant_summary import PROXY_NOTE, summarise
+
+    lf = {"b": [64]}
+    cases = {"p.m:a@medium": {"lfbo": _rec(400, 500, 1.0, lf), "seeded": _rec(90, 80, 1.3, {"b": [32]}, strategy_limits=LIMITS["seeded"],
+                                                                                 vs_lfbo={"lfbo_config": lf, "lfbo_ms": 1.0, "ms": 1.3})},
+             "p.m:a@small": {"lfbo": _rec(300, 400, 1.0, lf)}}
+    h200, h100 = {"name": "H200", "arch": "sm90"}, {"name": "H100", "arch": "sm90"}
+    table = {"format": 1, "runs": {run_key(h200, {}): {"gpu": h200, "versions": {}, "peaks": {}, "cases": {
+        label: {"kernel_id": label.partition("@")[0], "shape_name": label.partition("@")[2], "strategies": st}
+        for label, st in cases.items()}}}}
+    doc, copied = proxy_doc(table, h100, ["p.m:a@small"])
+    assert copied == ["p.m:a@medium lfbo", "p.m:a@medium seeded", "p.m:a@small lfbo"]
+    here = doc["runs"][run_key(h100, {})]
+    here["cases"]["p.m:a@small"]["strategies"]["seeded"] = _rec(
+        60, 50, 1.1, {"b": [16]}, strategy_limits=LIMITS["seeded"], vs_lfbo={"lfbo_config": lf, "lfbo_ms": 1.0, "ms": 1.04})
+    (tmp_path / "proxy.json").write_text(json.dumps(doc))
+    groups = summarise(tmp_path / "proxy.json", today=LIMITS["seeded"])["groups"]
+    (drawn,) = [g for label, g in groups.items() if label.startswith(f"{run_key(h100, {})} (against the lfbo picks of ")]
+    assert list(drawn["cases"]) == ["p.m:a@small"] and drawn["cases"]["p.m:a@small"]["latency_ratio"] == 1.04
+    assert drawn["proxy_note"] == PROXY_NOTE  # the medium's copied pick (1.3) is the H200's, summarised only there
+    (source,) = [g for label, g in groups.items() if label.startswith(f"{run_key(h200, {})}: ")]
+    assert list(source["cases"]) == ["p.m:a@medium"] and "proxy_note" not in source
+    from bench.draws import collect  # a draw on another card never stands in for a table row
+
+    assert list(collect([summarise(tmp_path / "proxy.json", today=LIMITS["seeded"])], {})) == ["p.m:a@medium"]
+
+
 def test_variant_summary_sets_a_spread_trial_apart_by_its_budget(tmp_path: Path) -> None:
     """A spread trial (`C:seed=1`) is today's search under another seed, in a copy of the table's store:
     its record must not be summarised together with the table's records it sits beside."""
