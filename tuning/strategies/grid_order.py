@@ -19,8 +19,9 @@ Where one wins after Helion's own re-check of the readings, the polish runs agai
 Cost: a handful of configs per grid (at most 6 L2 groupings and 2(n-1) loop orders per loop),
 read with the search's clock.
 
-Off until drawn (``seeded.GRID_ORDER``; ``bench/seeded_variant.py --set grid_order.loop_orders=1
---set grid_order.l2_groupings=1``).
+Off (``seeded.GRID_ORDER``, where its one draw is recorded: on both rows the search ended on another
+pick than the one the probe had fixed, and there no far value won).  Try it with
+``bench/seeded_variant.py --set grid_order.loop_orders=1 --set grid_order.l2_groupings=1``.
 """
 
 from __future__ import annotations

@@ -258,8 +258,13 @@ WARM_WORKER = {"prestart": 1}
 # (each axis to the front and to the back) and L2 groupings (every allowed value past a doubling).
 # Off: a candidate fix for mamba2 small (loop order) and causal attention medium (L2 grouping),
 # where the knob probe (session 48, an H100) found one such knob closing 92% and 98% of the gap to
-# lfbo's pick (bench/results/knob_swap_session48/summary.json).  Not yet drawn; try it with
-# bench/seeded_variant.py (--set grid_order.loop_orders=1 --set grid_order.l2_groupings=1).
+# lfbo's pick (bench/results/knob_swap_session48/summary.json).  Drawn once on those two rows in
+# session 49, on an H100 against the H200's lfbo picks re-timed there (bench/probes/proxy_store.py;
+# bench/results/proxy_session49/summary.json): mamba2 small 1.1635 (11 far copies, the pick stayed),
+# causal attention medium 1.0892 (5, stayed), where today's search drawn beside it read 1.0038 and
+# 1.0827.  Neither search ended on the pick the probe had fixed, and at their own picks no far
+# value won.  Off.  Try it with bench/seeded_variant.py (--set grid_order.loop_orders=1 --set
+# grid_order.l2_groupings=1).
 GRID_ORDER = {"loop_orders": 0, "l2_groupings": 0}
 
 
