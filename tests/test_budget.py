@@ -645,7 +645,8 @@ def test_grid_order_round_tries_far_loop_orders_and_l2_groupings_after_the_polis
     # Pallas's space has an L2 grouping spec but normalizes the knob away, so its copies are the start
     # itself and are not run again; a 2-D tile has one other loop order.
     assert tried == [{**dict(start.config), "loop_orders": [[1, 0]]}]
-    assert applied["moved"] == "loop_orders[0]=[1, 0]" and search.best.perf == 30.0
+    assert applied["moved"] == applied["best_far"] == "loop_orders[0]=[1, 0]" and search.best.perf == 30.0
+    assert (applied["pick_ms"], applied["best_far_ms"]) == (50.0, 30.0)
     assert polished == [start.config, search.best.config]  # the polish, then again from the far pick
     assert "grid_order" not in seeded.search_limits()
     monkeypatch.setitem(seeded.GRID_ORDER, "l2_groupings", 1)

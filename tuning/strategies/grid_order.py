@@ -83,11 +83,17 @@ def far_copies(config: Mapping[str, Any], l2: Sequence[int], loop_orders: bool, 
                     yield f"{L2_KNOB}[{i}]={far}", {**config, L2_KNOB: groupings}
 
 
+def _ms(perf: float) -> float | None:
+    return round(float(perf), 6) if math.isfinite(perf) else None
+
+
 def add_grid_order_round(search: Any, loop_orders: int, l2_groupings: int) -> dict[str, Any]:
     """Make ``search`` end its polish with one round over far loop orders and L2 groupings of its best.
 
-    Returns the record's provenance, filled in when the round has run (``tried``, and ``moved``:
-    what the kept config changed, when one of the far copies won); ``{}`` when both are off.
+    Returns the record's provenance, filled in when the round has run: ``tried``, the pick's and the
+    fastest far copy's readings after Helion's re-check (``pick_ms``, ``best_far_ms``, ``best_far``:
+    what it changed), so a draw where the pick stayed still says how near the far values came, and
+    ``moved`` when one won; ``{}`` when both are off.
     """
     if loop_orders <= 0 and l2_groupings <= 0:
         return {}
@@ -131,7 +137,9 @@ def add_grid_order_round(search: Any, loop_orders: int, l2_groupings: int) -> di
         self.rebenchmark_population([current, *fresh], desc="kiln: grid order: verifying")
         self.population.extend(fresh)
         best = min([current, *fresh], key=performance)
-        applied["tried"] = len(fresh)
+        fastest = min(fresh, key=performance)
+        applied.update(tried=len(fresh), pick_ms=_ms(current.perf), best_far_ms=_ms(fastest.perf),
+                       best_far=named[fastest.config][0])
         if best is current or not math.isfinite(best.perf) or best.perf >= current.perf:
             self.log(f"kiln: grid order: {len(fresh)} far orders tried, the pick stays")
             return
