@@ -22,7 +22,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tuning.bench.compare import analyse  # noqa: E402
+from tuning.bench.compare import PROXY_NOTE, analyse  # noqa: E402
+from tuning.bench.store import own_records  # noqa: E402
 
 
 def limit_changes(made: dict[str, Any], today: dict[str, Any], prefix: str = "") -> list[str]:
@@ -66,23 +67,6 @@ def usual_budget(doc: dict[str, Any], strategy: str) -> dict[str, Any]:
     return json.loads(max(counts, key=lambda t: (counts[t], t))) if counts else {}
 
 
-PROXY_NOTE = ("drawn on this card against the lfbo picks of another (proxy_of): the latency ratio is both picks re-timed "
-              "in one fresh process here; the time and configs ratios set this card's search against the other card's "
-              "lfbo search, and do not compare like with like")
-
-
-def without_copies(run: dict[str, Any]) -> dict[str, Any]:
-    """A proxy run (bench/probes/proxy_store.py) less the other card's records it copied, its ``lfbo`` picks excepted.
-
-    The copied ``seeded`` records are the other card's draws, with that card's ratios: summarised under
-    this card, they would read as draws made here.  The ``lfbo`` copies stay: they are what this card's
-    draws were re-timed against.
-    """
-    return {**run, "cases": {label: {**case, "strategies": {
-        name: rec for name, rec in case["strategies"].items() if name == "lfbo" or not rec.get("proxy_of")}}
-        for label, case in run["cases"].items()}}
-
-
 def summarise(path: Path, strategy: str = "seeded", today: dict[str, Any] | None = None) -> dict[str, Any]:
     """Per search that made ``strategy``'s records in the store at ``path``: its limits, per-case ratios, summary.
 
@@ -109,7 +93,7 @@ def summarise(path: Path, strategy: str = "seeded", today: dict[str, Any] | None
         prefix = f"{key}: " if len(doc["runs"]) > 1 else ""  # name the GPU and toolchain only where there are several
         if run.get("proxy_of"):  # bench/probes/proxy_store.py: this card's draws against another card's lfbo picks
             prefix = f"{key} (against the lfbo picks of {run['proxy_of']}): "
-            run = without_copies(run)
+            run = own_records(run)
         analysis = analyse(run, name_of=name_of)
         for row in analysis["rows"]:
             if row["strategy"] in groups and row["ratios"]:

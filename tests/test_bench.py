@@ -670,16 +670,21 @@ def test_variant_summary_judges_each_search_on_its_own_records(tmp_path: Path) -
     assert groups["older search (limits not recorded)"]["summary"]["worst_latency_ratio"] == pytest.approx(1.2)
 
 
-def test_variant_summary_counts_only_a_proxy_run_s_own_draws_and_says_its_times_are_across_cards(tmp_path: Path) -> None:
+def test_every_reader_of_a_proxy_store_sees_only_its_own_draws_and_none_locks_another_card_s_picks(tmp_path: Path) -> None:
     """A proxy store (bench/probes/proxy_store.py) holds another card's seeded picks copied under this card's run
-    key, as seeds: summarised as this card's draws, they would read as draws made here, with that card's ratios."""
+    key, as seeds: summarised as this card's draws, they would read as draws made here, with that card's ratios;
+    and its lfbo copies, locked, would be another card's picks entered as this card's."""
+    from bench.draws import collect
     from bench.probes.proxy_store import proxy_doc
-    from bench.variant_summary import PROXY_NOTE, summarise
+    from bench.variant_summary import summarise
+    from tuning.bench.compare import PROXY_NOTE
+    from tuning.bench.to_lock import adopt
 
     lf = {"b": [64]}
-    cases = {"p.m:a@medium": {"lfbo": _rec(400, 500, 1.0, lf), "seeded": _rec(90, 80, 1.3, {"b": [32]}, strategy_limits=LIMITS["seeded"],
-                                                                                 vs_lfbo={"lfbo_config": lf, "lfbo_ms": 1.0, "ms": 1.3})},
-             "p.m:a@small": {"lfbo": _rec(300, 400, 1.0, lf)}}
+    medium_pick = _rec(90, 80, 1.3, {"b": [32]}, shape="f32[8]", strategy_limits=LIMITS["seeded"],
+                       vs_lfbo={"lfbo_config": lf, "lfbo_ms": 1.0, "ms": 1.3})
+    cases = {"p.m:a@medium": {"lfbo": _rec(400, 500, 1.0, lf, shape="f32[8]"), "seeded": medium_pick},
+             "p.m:a@small": {"lfbo": _rec(300, 400, 1.0, lf, shape="f32[4]")}}
     h200, h100 = {"name": "H200", "arch": "sm90"}, {"name": "H100", "arch": "sm90"}
     table = {"format": 1, "runs": {run_key(h200, {}): {"gpu": h200, "versions": {}, "peaks": {}, "cases": {
         label: {"kernel_id": label.partition("@")[0], "shape_name": label.partition("@")[2], "strategies": st}
@@ -696,9 +701,27 @@ def test_variant_summary_counts_only_a_proxy_run_s_own_draws_and_says_its_times_
     assert drawn["proxy_note"] == PROXY_NOTE  # the medium's copied pick (1.3) is the H200's, summarised only there
     (source,) = [g for label, g in groups.items() if label.startswith(f"{run_key(h200, {})}: ")]
     assert list(source["cases"]) == ["p.m:a@medium"] and "proxy_note" not in source
-    from bench.draws import collect  # a draw on another card never stands in for a table row
-
+    # A draw on another card never stands in for a table row.
     assert list(collect([summarise(tmp_path / "proxy.json", today=LIMITS["seeded"])], {})) == ["p.m:a@medium"]
+
+    store = Store.load(tmp_path / "proxy.json")
+    views = dict(store.runs())
+    assert set(views[run_key(h100, {})]["cases"]["p.m:a@medium"]["strategies"]) == {"lfbo"}  # the seeds are not its own
+    assert views[run_key(h200, {})] == table["runs"][run_key(h200, {})]
+    assert store.doc == doc  # a view: the file's document keeps the seeds the next draw needs
+    text = markdown(store, limits=LIMITS)
+    assert text.count("**A proxy run, against the lfbo picks of ") == 1 and PROXY_NOTE in text
+    runs = {r["key"]: r for r in summary_json(store, limits=LIMITS)["runs"]}
+    assert runs[run_key(h100, {})]["proxy_of"] == {"source": run_key(h200, {}), "note": PROXY_NOTE}
+    assert "proxy_of" not in runs[run_key(h200, {})]
+    kernel = SimpleNamespace(kernel_id="p.m:a", source_hash="h")
+    cases_declared = [SimpleNamespace(**vars(kernel), spec=SimpleNamespace(name=n, declared="s")) for n in ("medium", "small")]
+    got = adopt(store, cases_declared, tmp_path / "kiln.lock")
+    proxied = [a for a in got if a.strategy is None and "a proxy run on H100 against the lfbo picks of" in a.why]
+    assert sorted(a.label for a in proxied) == ["p.m:a@medium", "p.m:a@small"]  # none of the H100 run is locked
+    assert {a.label for a in got if a.strategy} == {"p.m:a@medium", "p.m:a@small"}  # the H200's, as before
+    locked = json.loads((tmp_path / "kiln.lock").read_text())["entries"]
+    assert {e["device"] for e in locked} == {"H200"}
 
 
 def test_variant_summary_sets_a_spread_trial_apart_by_its_budget(tmp_path: Path) -> None:

@@ -13,8 +13,11 @@ so a control draw of today's search reruns too.
 
 What a ratio from such a store means is narrower than a table row's: the variant's pick against
 `lfbo`'s *H200* pick, both timed on this card, not against what `lfbo` would find here.  Every
-copied record and the run itself carry ``proxy_of`` (the source run key), and the draws belong in a
-trial store under ``bench/results/``, never in the table's store.  On the table's own card the
+copied record and the run itself carry ``proxy_of`` (the source run key).  Every reader of a store
+(``Store.runs``: ``kiln bench --report``, ``--to-lock``, ``bench/variant_summary.py``) shows a proxy run
+without the copied ``seeded`` records and with a note that its time ratios are across cards;
+``--to-lock`` locks nothing from it, and ``bench/draws.py`` never counts its draws as table rows.
+The draws belong in a trial store under ``bench/results/``, never in the table's store.  On the table's own card the
 store is copied unchanged: the same command then draws a real table row.
 
     python bench/probes/proxy_store.py --from bench/results/store.json --out /tmp/res/var_st1.json \\

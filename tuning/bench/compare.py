@@ -27,7 +27,7 @@ from ..strategies.seeded import SMALL_KERNEL_BELOW_MS
 from . import BASELINE
 from .same_search import same_search
 from .seeding import BuildSeeds, build_earlier, seed_shapes, seeded_as_now
-from .store import Store
+from .store import PROXY_OF, Store
 
 
 def geomean(values: Iterable[float]) -> float | None:
@@ -486,7 +486,14 @@ def summary_json(store: Store, limits: dict[str, Any] | None = None,
                             "lfbo_hit_seconds_cap": a["lfbo_hit_seconds_cap"]})
         if declared is not None:
             out["runs"][-1]["coverage"] = coverage(run, declared)
+        if run.get(PROXY_OF):
+            out["runs"][-1][PROXY_OF] = {"source": run[PROXY_OF], "note": PROXY_NOTE}
     return out
+
+
+PROXY_NOTE = ("drawn on this card against another card's lfbo picks, copied here (bench/probes/proxy_store.py): latency "
+              "ratios are both picks re-timed in one fresh process on this card; time and configs ratios set this card's "
+              "searches against the other card's lfbo search and do not compare like with like")
 
 
 def seeds_label(rec: dict[str, Any]) -> str:

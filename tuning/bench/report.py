@@ -7,11 +7,11 @@ from pathlib import Path
 from typing import Any
 
 from . import BASELINE
-from .compare import (BAR_LATENCY_GEOMEAN, BAR_TIME_RATIO, BAR_WORST_LATENCY, OTHER_SEARCH, analyse, coverage,
-                      is_other_search, seeds_label, summary_json)
+from .compare import (BAR_LATENCY_GEOMEAN, BAR_TIME_RATIO, BAR_WORST_LATENCY, OTHER_SEARCH, PROXY_NOTE, analyse,
+                      coverage, is_other_search, seeds_label, summary_json)
 from .noise_floor import noise_floor, noise_floor_lines, with_noise_floor
 from .roofline import best_peaks, fraction
-from .store import Store
+from .store import PROXY_OF, Store
 
 
 # Why a roofline fraction can still pass 1 once every row is on the store's fastest peaks (seen
@@ -161,6 +161,8 @@ def markdown(store: Store, plots: dict[str, list[str]] | None = None, limits: di
             lines += [f"Peaks measured in the run: copy {peaks['copy_gbps']} GB/s, bf16 matmul {peaks['bf16_tflops']} TFLOP/s.", ""]
         else:
             lines += [f"Roofline: {peaks.get('reason') or 'peaks not measured'}.", ""]
+        if run.get(PROXY_OF):
+            lines += [f"**A proxy run, against the lfbo picks of {run[PROXY_OF]}**: {PROXY_NOTE}.", ""]
         if declared is not None:
             lines += [coverage_line(run, declared), ""]
         lines += ["### Summary against lfbo", "",

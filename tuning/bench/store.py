@@ -33,9 +33,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import BASELINE
+
 FORMAT = 1
 LOCK_TIMEOUT_S = 600  # a writer holds the lock for one small JSON write; minutes means something is stuck
 KEY_VERSIONS = ("helion", "torch", "triton")
+PROXY_OF = "proxy_of"  # on a run and its copied records: the run key of the card whose picks were copied (proxy_store.py)
 
 
 def run_key(gpu: Mapping[str, str], versions: Mapping[str, Any]) -> str:
@@ -105,7 +108,9 @@ class Store:
         return _run_in(self.doc, gpu, versions)
 
     def runs(self) -> Iterator[tuple[str, dict[str, Any]]]:
-        yield from sorted(self.doc["runs"].items())
+        """Each run by key; a proxy run (``proxy_of``) as :func:`own_records` shows it, never with another card's draws."""
+        for key, run in sorted(self.doc["runs"].items()):
+            yield key, own_records(run) if run.get(PROXY_OF) else run
 
     def failures(self) -> list[tuple[str, str]]:
         """(case label, strategy) of failed records, within :attr:`scope` when set (else the whole store)."""
@@ -142,6 +147,19 @@ class Store:
     def set_peaks(self, run: dict[str, Any], peaks: dict[str, Any]) -> None:
         """Record this run's measured peaks (last writer wins: every shard measures the same GPU model)."""
         self.update(lambda doc: _run_in(doc, run["gpu"], run["versions"]).__setitem__("peaks", peaks))
+
+
+def own_records(run: dict[str, Any]) -> dict[str, Any]:
+    """A proxy run (bench/probes/proxy_store.py) less the records it copied from another card, ``lfbo``'s excepted.
+
+    A proxy run holds another card's picks under this card's run key: ``lfbo``'s, which this card's
+    draws are re-timed against, and the other shapes' ``seeded`` picks, which seed them.  Read as
+    this card's records, those seeded copies would pass for draws made here, with the other card's
+    ratios; the ``lfbo`` copies stay, marked, as the baselines they are.
+    """
+    return {**run, "cases": {label: {**case, "strategies": {
+        name: rec for name, rec in case["strategies"].items() if name == BASELINE or not rec.get(PROXY_OF)}}
+        for label, case in run["cases"].items()}}
 
 
 def merge_into(store: Store, others: list[Store], strategies: Collection[str] | None = None) -> list[tuple[str, str, str]]:

@@ -22,7 +22,7 @@ from typing import Any
 
 from . import BASELINE
 from .compare import same_process_ratio
-from .store import Store, case_label
+from .store import PROXY_OF, Store, case_label
 
 
 @dataclass(frozen=True)
@@ -93,6 +93,11 @@ def adopt(store: Store, cases: list[Any], lock_path: Path) -> list[Adopted]:
     by_label = {case_label(c.kernel_id, c.spec.name): c for c in cases}
     done: list[Adopted] = []
     for key, run in store.runs():
+        if run.get(PROXY_OF):  # its lfbo picks are another card's: no lock entry for this card comes from them
+            done += [Adopted(label, None, f"a proxy run on {run['gpu'].get('name')} against the lfbo picks of "
+                             f"{run[PROXY_OF]} (bench/probes/proxy_store.py): not locked")
+                     for label in sorted(run["cases"])]
+            continue
         for label, stored in sorted(run["cases"].items()):
             case = by_label.get(label)
             if case is None:
