@@ -65,6 +65,11 @@ OTHER_SEARCH = " (other search"
 # stopped by the cap, not by LFBO's own convergence.
 CAP_SHARE = 0.95
 
+# A proxy run (bench/probes/proxy_store.py) is read with this beside its figures.
+PROXY_NOTE = ("drawn on this card against another card's lfbo picks, copied here (bench/probes/proxy_store.py): latency "
+              "ratios are both picks re-timed in one fresh process on this card; time and configs ratios set this card's "
+              "searches against the other card's lfbo search and do not compare like with like")
+
 
 def hit_seconds_cap(rec: dict[str, Any] | None) -> bool:
     """Whether ``rec`` ran into its budget's wall cap.
@@ -489,11 +494,6 @@ def summary_json(store: Store, limits: dict[str, Any] | None = None,
         if run.get(PROXY_OF):
             out["runs"][-1][PROXY_OF] = {"source": run[PROXY_OF], "note": PROXY_NOTE}
     return out
-
-
-PROXY_NOTE = ("drawn on this card against another card's lfbo picks, copied here (bench/probes/proxy_store.py): latency "
-              "ratios are both picks re-timed in one fresh process on this card; time and configs ratios set this card's "
-              "searches against the other card's lfbo search and do not compare like with like")
 
 
 def seeds_label(rec: dict[str, Any]) -> str:
