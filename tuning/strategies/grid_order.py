@@ -1,8 +1,10 @@
 """A last round over the order the grid's tiles are launched in, far from the search's pick.
 
 Why: two knobs decide which tiles run at the same time, and so what stays in L2: the loop order
-(which grid axis varies fastest across program ids) and the L2 grouping (how many tiles of one
-axis go together before the next).  A neighbourhood search moves each a step at a time (a swap
+(which grid axis varies fastest across program ids: in Helion 1.5's flat mapping the order's last
+entry, ``TileStrategy._reorder`` reversing it before ``_decompose_pid_to_statements`` takes the first
+as ``pid % num_blocks_0``) and the L2 grouping (how many tiles of one axis go together before the
+next).  So moving an axis to the back makes it the fastest, and to the front the slowest.  A neighbourhood search moves each a step at a time (a swap
 of two axes; a doubling or halving), and a step alone can read no better while the far value
 reads much better.  The knob probe (session 48, ``bench/probes/knob_swap.py``, on an H100; the
 table's rows are the H200's) put ``lfbo``'s knobs one at a time into ``seeded``'s picks:
