@@ -613,9 +613,13 @@ def test_grid_order_round_tries_far_loop_orders_and_l2_groupings_after_the_polis
     assert order_moves([0, 1]) == [[1, 0]] and len(order_moves([0, 1, 2])) == 5
     five = order_moves([4, 0, 2, 3, 1])
     assert [2, 4, 0, 3, 1] in five and [4, 0, 3, 1, 2] in five and len(five) == len({tuple(o) for o in five}) <= 8
+    assert [2, 4, 1, 0, 3] not in five  # mamba2 small's lfbo order, not one move from the pick (session 49)
+    every = order_moves([4, 0, 2, 3, 1], 120)
+    assert len(every) == 119 and [2, 4, 1, 0, 3] in every
+    assert len(dict(far_copies({"loop_orders": [[4, 0, 2, 3, 1]]}, [], loop_orders=2, l2_groupings=False))) == 119
     # The near values (a doubling or halving) are the polish's; far ones only, one knob at a time.
     copies = dict(far_copies({"loop_orders": [[0, 1]], "l2_groupings": [2], "num_warps": 4}, [1, 2, 4, 8, 16, 32, 64],
-                             loop_orders=True, l2_groupings=True))
+                             loop_orders=1, l2_groupings=True))
     assert list(copies) == ["loop_orders[0]=[1, 0]", "l2_groupings[0]=8", "l2_groupings[0]=16", "l2_groupings[0]=32",
                             "l2_groupings[0]=64"]
     assert copies["l2_groupings[0]=16"] == {"loop_orders": [[0, 1]], "l2_groupings": [16], "num_warps": 4}

@@ -15,15 +15,20 @@ table's rows are the H200's) put ``lfbo``'s knobs one at a time into ``seeded``'
   away, read 1.001 (98%).
 
 So after the polish this benchmarks the search's best with each far value of those knobs, one
-knob at a time: every L2 grouping the kernel's space allows, and each loop-order axis moved to the
-front and to the back (every permutation where there are at most ``ALL_ORDERS_UP_TO`` of them).
+knob at a time: every L2 grouping the kernel's space allows, and (``loop_orders`` = 1) each
+loop-order axis moved to the front and to the back, every permutation where there are at most
+``ALL_ORDERS_UP_TO`` of them, or (``loop_orders`` = 2) every permutation up to
+``EVERY_ORDER_UP_TO`` (5 axes).
 Where one wins after Helion's own re-check of the readings, the polish runs again from it.
-Cost: a handful of configs per grid (at most 6 L2 groupings and 2(n-1) loop orders per loop),
+Cost: a handful of configs per grid (at most 6 L2 groupings and 2(n-1) loop orders per loop;
+with ``loop_orders`` = 2 up to 119 orders, about 10 s of a small kernel's search on the H100),
 read with the search's clock.
 
-Off (``seeded.GRID_ORDER``, where its one draw is recorded: on both rows the search ended on another
-pick than the one the probe had fixed, and there no far value won).  Try it with
-``bench/seeded_variant.py --set grid_order.loop_orders=1 --set grid_order.l2_groupings=1``.
+Off (``seeded.GRID_ORDER``, where its one draw is recorded).  On mamba2 small that draw's search
+ended on the very pick the probe had fixed, and none of the moves read faster there: ``lfbo``'s
+order [2, 4, 1, 0, 3] is not one move from the pick's [4, 0, 2, 3, 1].  Hence ``loop_orders`` = 2,
+not yet drawn.  Try it with ``bench/seeded_variant.py --set grid_order.loop_orders=2 --set
+grid_order.l2_groupings=1``.
 """
 
 from __future__ import annotations
@@ -36,14 +41,15 @@ from typing import Any
 
 from .seed_transfer import transfer_errors
 
-ALL_ORDERS_UP_TO = 6  # 3 axes: all 6 orders; 4 and more: moves only (24, 120 orders are too many for a last round)
+ALL_ORDERS_UP_TO = 6  # loop_orders=1: 3 axes get all 6 orders; 4 and more the moves only
+EVERY_ORDER_UP_TO = 120  # loop_orders=2: every order of up to 5 axes (session 49: mamba2 small's 5-axis order)
 L2_KNOB, ORDER_KNOB = "l2_groupings", "loop_orders"
 
 
-def order_moves(order: Sequence[int]) -> list[list[int]]:
-    """Other orders of one loop: all of them when few, else each axis moved to the front and to the back."""
+def order_moves(order: Sequence[int], every_up_to: int = ALL_ORDERS_UP_TO) -> list[list[int]]:
+    """Other orders of one loop: all of them when at most ``every_up_to``, else each axis moved to the front and to the back."""
     base = list(order)
-    if math.factorial(len(base)) <= ALL_ORDERS_UP_TO:
+    if math.factorial(len(base)) <= every_up_to:
         return [list(p) for p in itertools.permutations(base) if list(p) != base]
     out: list[list[int]] = []
     for axis in base:
@@ -67,12 +73,16 @@ def l2_values(config_spec: Any) -> list[int]:
     return [1 << e for e in range(low.bit_length() - 1, high.bit_length())]
 
 
-def far_copies(config: Mapping[str, Any], l2: Sequence[int], loop_orders: bool, l2_groupings: bool
+def far_copies(config: Mapping[str, Any], l2: Sequence[int], loop_orders: int, l2_groupings: bool
                ) -> Iterator[tuple[str, dict[str, Any]]]:
-    """(what moved, the config with it moved), one knob at a time; the near values are the polish's."""
-    if loop_orders:
+    """(what moved, the config with it moved), one knob at a time; the near values are the polish's.
+
+    ``loop_orders``: 0 none, 1 the moves (:func:`order_moves`), 2 every order up to ``EVERY_ORDER_UP_TO``.
+    """
+    if loop_orders > 0:
+        every = EVERY_ORDER_UP_TO if loop_orders >= 2 else ALL_ORDERS_UP_TO
         for i, order in enumerate(config.get(ORDER_KNOB) or []):
-            for moved in order_moves(order):
+            for moved in order_moves(order, every):
                 orders = [list(o) for o in config[ORDER_KNOB]]
                 orders[i] = moved
                 yield f"{ORDER_KNOB}[{i}]={moved}", {**config, ORDER_KNOB: orders}
@@ -102,7 +112,8 @@ def add_grid_order_round(search: Any, loop_orders: int, l2_groupings: int) -> di
     from helion import Config
     from helion.autotuner.base_search import performance
 
-    applied: dict[str, Any] = {"loop_orders": int(loop_orders > 0), "l2_groupings": int(l2_groupings > 0), "tried": 0}
+    applied: dict[str, Any] = {"loop_orders": min(max(loop_orders, 0), 2), "l2_groupings": int(l2_groupings > 0),
+                               "tried": 0}
     original = search._polish_descent  # Helion's, or the bounded one (polish.py) when that is on
     l2 = l2_values(search.config_spec)
     l2_count = len(list(getattr(search.config_spec, L2_KNOB, ())))
@@ -122,7 +133,7 @@ def add_grid_order_round(search: Any, loop_orders: int, l2_groupings: int) -> di
         pick = dict(current.config)
         if l2_count and L2_KNOB not in pick:  # left at Helion's default (1 per grid), which the space fills in
             pick[L2_KNOB] = [1] * l2_count
-        for what, config in far_copies(pick, l2, loop_orders > 0, l2_groupings > 0):
+        for what, config in far_copies(pick, l2, loop_orders, l2_groupings > 0):
             try:
                 member = self.make_unbenchmarked(gen.flatten(Config(**config)))
             except errors:

@@ -262,9 +262,11 @@ WARM_WORKER = {"prestart": 1}
 # session 49, on an H100 against the H200's lfbo picks re-timed there (bench/probes/proxy_store.py;
 # bench/results/proxy_session49/summary.json): mamba2 small 1.1635 (11 far copies, the pick stayed),
 # causal attention medium 1.0892 (5, stayed), where today's search drawn beside it read 1.0038 and
-# 1.0827.  Neither search ended on the pick the probe had fixed, and at their own picks no far
-# value won.  Off.  Try it with bench/seeded_variant.py (--set grid_order.loop_orders=1 --set
-# grid_order.l2_groupings=1).
+# 1.0827.  On mamba2 small the search ended on the very pick the probe had fixed (the stored one),
+# but lfbo's order there is not one move from the pick's, and no move read faster; causal attention
+# medium ended on another pick ([256, 64]), where no far value won.  Off.  ``loop_orders`` = 2 (every
+# order up to 5 axes, lfbo's among them) is not yet drawn: bench/seeded_variant.py --set
+# grid_order.loop_orders=2 --set grid_order.l2_groupings=1.
 GRID_ORDER = {"loop_orders": 0, "l2_groupings": 0}
 
 
