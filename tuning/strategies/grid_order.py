@@ -21,7 +21,7 @@ loop-order axis moved to the front and to the back, every permutation where ther
 ``EVERY_ORDER_UP_TO`` (5 axes).
 Where one wins after Helion's own re-check of the readings, the polish runs again from it.
 Cost: a handful of configs per grid (at most 6 L2 groupings and 2(n-1) loop orders per loop;
-with ``loop_orders`` = 2 up to 119 orders, about 10 s of a small kernel's search on the H100),
+with ``loop_orders`` = 2 up to 119 orders, about 13 s of a small kernel's search on the H100),
 read with the search's clock.
 
 Off (``seeded.GRID_ORDER``, where its one draw is recorded).  On mamba2 small that draw's search
