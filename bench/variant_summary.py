@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tuning.bench.compare import PROXY_NOTE, analyse  # noqa: E402
-from tuning.bench.store import own_records  # noqa: E402
+from tuning.bench.store import PROXY_OF, own_records  # noqa: E402
 
 
 def limit_changes(made: dict[str, Any], today: dict[str, Any], prefix: str = "") -> list[str]:
@@ -91,8 +91,8 @@ def summarise(path: Path, strategy: str = "seeded", today: dict[str, Any] | None
 
     for key, run in doc["runs"].items():
         prefix = f"{key}: " if len(doc["runs"]) > 1 else ""  # name the GPU and toolchain only where there are several
-        if run.get("proxy_of"):  # bench/probes/proxy_store.py: this card's draws against another card's lfbo picks
-            prefix = f"{key} (against the lfbo picks of {run['proxy_of']}): "
+        if run.get(PROXY_OF):  # bench/probes/proxy_store.py: this card's draws against another card's lfbo picks
+            prefix = f"{key} (against the lfbo picks of {run[PROXY_OF]}): "
             run = own_records(run)
         analysis = analyse(run, name_of=name_of)
         for row in analysis["rows"]:
@@ -106,7 +106,7 @@ def summarise(path: Path, strategy: str = "seeded", today: dict[str, Any] | None
         for label, summary in analysis["strategies"].items():
             if label in groups:
                 groups[label]["summary"] = summary
-                if run.get("proxy_of"):
+                if run.get(PROXY_OF):
                     groups[label]["proxy_note"] = PROXY_NOTE
     # Only searches with at least one case against a matching lfbo baseline (not just failures) are judged.
     return {"store": str(path), "usual_budget": usual,

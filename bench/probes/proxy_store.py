@@ -38,14 +38,14 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from tuning.bench import BASELINE  # noqa: E402
-from tuning.bench.store import Store, run_key  # noqa: E402
+from tuning.bench.store import PROXY_OF, Store, run_key  # noqa: E402
 
 DRAWN = "seeded"  # the strategy whose records at the drawn cases are left out, to be drawn here
 
 
 def source_run(doc: Mapping[str, Any], gpu_name: str | None) -> tuple[str, dict[str, Any]]:
     """The run to copy from: the one named by ``gpu_name``, or the store's only run."""
-    runs = {k: r for k, r in doc["runs"].items() if not r.get("proxy_of")}
+    runs = {k: r for k, r in doc["runs"].items() if not r.get(PROXY_OF)}
     picked = {k: r for k, r in runs.items() if gpu_name is None or r["gpu"].get("name") == gpu_name}
     if len(picked) != 1:
         names = sorted({r["gpu"].get("name", "?") for r in runs.values()})
@@ -73,7 +73,7 @@ def proxy_doc(doc: Mapping[str, Any], here: Mapping[str, str], draw: Sequence[st
     kernels = {c.rpartition("@")[0] for c in draw}
     target = out["runs"].setdefault(target_key, {"gpu": dict(here), "versions": dict(run["versions"]),
                                                  "peaks": None, "cases": {}})
-    target["proxy_of"] = key
+    target[PROXY_OF] = key
     copied: list[str] = []
     for label, case in sorted(run["cases"].items()):
         if case["kernel_id"] not in kernels:
@@ -82,7 +82,7 @@ def proxy_doc(doc: Mapping[str, Any], here: Mapping[str, str], draw: Sequence[st
         for name, rec in sorted(case["strategies"].items()):
             if name not in (BASELINE, DRAWN) or (name == DRAWN and label in draw) or name in mine:
                 continue
-            mine[name] = {**copy.deepcopy(rec), "proxy_of": key}
+            mine[name] = {**copy.deepcopy(rec), PROXY_OF: key}
             copied.append(f"{label} {name}")
     return out, copied
 
