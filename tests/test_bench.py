@@ -2032,3 +2032,32 @@ def test_report_puts_lfbos_measured_spread_beside_the_bar_and_refuses_a_file_tha
     assert f"--spread {store.path}: no 'rows' list" in err and "bench/probes/lfbo_spread.py" in err
     assert kiln_main(["bench", "--store", str(store.path), "--spread", str(narrow), *away]) == 2
     assert "--spread goes with --report" in capsys.readouterr().err
+
+
+def test_compile_times_times_each_config_s_first_call_into_a_fresh_triton_cache_and_restores_the_cache_setting(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """bench/probes/compile_times.py: the compile a search's timeout cuts off is the first call's, less a warm call."""
+    import time
+
+    from bench.probes.compile_times import timed_compile
+
+    monkeypatch.setenv("TRITON_CACHE_DIR", "/kept")
+    caches: list[str] = []
+
+    class Bound:
+        def compile_config(self, config: Any) -> Any:
+            assert config.config["block_sizes"] == [4]
+            built: list[bool] = []
+
+            def fn(*args: Any) -> None:
+                if not built:  # the first call compiles, into the cache this config was given
+                    caches.append(os.environ["TRITON_CACHE_DIR"])
+                    assert os.path.isdir(caches[-1]) and not os.listdir(caches[-1])
+                    time.sleep(0.05)
+                    built.append(True)
+            return fn
+
+    got = [timed_compile(Bound(), (), {"block_sizes": [4]}, "cpu") for _ in range(2)]
+    assert all(t["compile_s"] >= 0.04 and t["second_call_s"] < 0.04 for t in got)
+    assert len(set(caches)) == 2 and "/kept" not in caches  # a fresh cache per config, never the one set before
+    assert os.environ["TRITON_CACHE_DIR"] == "/kept"
