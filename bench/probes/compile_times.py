@@ -1,10 +1,11 @@
 """How long does each row's `lfbo` pick take to compile, against `seeded`'s compile timeout?
 
-Why: `seeded`'s fast finish (``seeded.FAST_FINISH``) gives up on a compile after 10 s, and after
-the first population after Helion's 90th-percentile compile time, floored at 5 s; full-effort
-`lfbo` waits 30-60 s.  Session 50's H100 draws of causal attention medium lost up to 10 of a
-generation's 22 configs to "Timeout after 5s compiling", the search paths then ended "because of no
-improvement" after two generations, and all three draws landed 8% behind `lfbo`'s pick.  If
+Why: `seeded`'s fast finish (``seeded.FAST_FINISH``) gives up on a compile after 10 s, and once the
+first population is in, after Helion's 90th-percentile compile time floored at 5 s; full-effort
+`lfbo` waits 30-60 s.  One of session 50's H100 draws of causal attention medium lost 10 of a
+generation's 22 configs to "Timeout after 5s compiling", its search paths then ended "because of no
+improvement" after two generations, and all three H100 draws of that row landed 8% behind `lfbo`'s
+pick.  If
 `lfbo`'s picks are configs that compile slowly (deep pipelines: more stages, larger tiles), the
 fast finish hides them from `seeded` on every draw, which is a systematic miss no seed variant
 fixes.  This asks the GPU directly, without tuning: each row's stored `seeded` pick ("mine"),
