@@ -2061,3 +2061,48 @@ def test_compile_times_times_each_config_s_first_call_into_a_fresh_triton_cache_
     assert all(t["compile_s"] >= 0.04 and t["second_call_s"] < 0.04 for t in got)
     assert len(set(caches)) == 2 and "/kept" not in caches  # a fresh cache per config, never the one set before
     assert os.environ["TRITON_CACHE_DIR"] == "/kept"
+
+
+def test_search_paths_reads_where_each_search_stopped_from_its_log_and_joins_its_stored_ratio(tmp_path: Path) -> None:
+    """bench/probes/search_paths.py: a log's search blocks, joined to the store by case, configs and seconds."""
+    from bench.probes.search_paths import collect
+
+    def block(case: str, gens: list[str], stop: bool, configs: int, seconds: float) -> list[str]:
+        lines = [f"kiln bench: tune {case} with seeded", "[0s] Starting LFBOTreeSearch with initial_population="
+                 "FROM_BEST_AVAILABLE, copies=2, max_generations=5, similarity_penalty=1.0",
+                 "[16s] Qualified population of 30, 2 retained search paths: ", "error=3 ok=27 | min=0.3788 mid=1.4 max=27"]
+        for i, g in enumerate(gens, 1):
+            lines += [f"[30s] Generation {i} complete: ", g, "best:", "  block_sizes = [256, 64]"]
+        if stop:
+            lines += ["[42s] Copy 0 finish because of no improvement", "[42s] Copy 1 finish because of no improvement",
+                      f"[42s] Autotuning stop at generation {len(gens) + 1} because of no active search path"]
+        return lines + [f"kiln bench: done {case} seeded: {configs} configs, {seconds} s, 0.4 ms (fresh process)"]
+
+    stalled = block("p.m:k@medium", ["error=16 timeout=2 ok=7 | min=0.3788 mid=1 max=4",
+                                     "error=2 timeout=10 ok=12 | min=0.3790 mid=1 max=4"], True, 139, 78.594)
+    improved = block("p.m:k@medium", ["error=1 ok=23 | min=0.3500 mid=1 max=4"] * 5, False, 200, 90.01)
+    cut = ["kiln bench: tune p.m:k@small with seeded", "[0s] Qualified population of 24"]  # the call ended mid-search
+    (tmp_path / "a.log").write_text("\n".join(stalled + improved + cut) + "\n")
+    (tmp_path / "b.log").write_text("\n".join(stalled) + "\n")  # an appended log repeats a block
+    proxy = block("p.m:k@small", ["error=0 ok=24 | min=0.01 mid=1 max=4"] * 5, False, 99, 50.0)
+    (tmp_path / "c.log").write_text("\n".join(proxy) + "\n")
+
+    def rec(configs: int, seconds: float, ratio: float, **extra: Any) -> dict[str, Any]:
+        return {"strategies": {"seeded": {"configs_tested": configs, "tuning_seconds": seconds, "seeded_from_shapes": [],
+                                          "vs_lfbo": {"ms": ratio, "lfbo_ms": 1.0}, **extra}}}
+    h200 = "NVIDIA H200|triton:sm90|helion=1.5.0"
+    store = tmp_path / "store.json"
+    store.write_text(json.dumps({"runs": {h200: {"cases": {"p.m:k@medium": rec(139, 78.59412, 1.08)}}}}))
+    trial = tmp_path / "trial.json"  # another draw of the same case, and a proxy copy no reader may count
+    trial.write_text(json.dumps({"runs": {h200: {"cases": {"p.m:k@medium": rec(200, 90.0104, 1.0),
+                                                           "p.m:k@small": rec(99, 50.0, 1.2, proxy_of="H200")}}}}))
+
+    doc = collect([tmp_path / "a.log", tmp_path / "b.log", tmp_path / "c.log"], [store, trial])
+    assert doc["searches"] == 2 and doc["log_blocks_without_a_paired_record"] == 1  # the proxy copy's block
+    rows = {r["ratio"]: r for r in doc["rows"]}
+    assert rows[1.08]["stalled"] and rows[1.08]["stopped_early"] and rows[1.08]["generations_run"] == 2
+    assert rows[1.08]["generation_failed_share"] == round(30 / 49, 3) and rows[1.08]["population_failed_share"] == 0.1
+    assert not rows[1.0]["stalled"] and rows[1.0]["improved_on_population"] and rows[1.0]["generations_run"] == 5
+    gpu = doc["by_gpu"]["NVIDIA H200"]
+    assert gpu["stalled"]["over_bar"] == 1 and gpu["not_stalled"]["geomean_ratio"] == 1.0
+    assert gpu["within_case"]["cases_drawn_both_ways"] == 1 and gpu["within_case"]["cases_where_stalled_read_worse"] == 1

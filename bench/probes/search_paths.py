@@ -1,0 +1,229 @@
+"""Do `seeded`'s misses come from search paths that end before they improve?  Read from the logs, no GPU.
+
+Why: on the rows that miss `lfbo` by the same margin on every draw (causal attention medium, fp8
+attention small; bench/TABLE.md, session 50), Helion's tree search ended both its paths "because of
+no improvement" after two generations, never beating the first population's best, and the polish
+did the rest.  ``seeded.SEARCH_STOP`` (``patience``) would let the paths go on.  Before a GPU draw
+of it, this asks every search the logs hold whether that pattern goes with the misses at all:
+each `seeded` search block of a bench log is parsed (the first population's and each
+generation's error, timeout and ok counts and best reading, and where Helion stopped), joined to
+its record in the stores by case, configs tested and tuning seconds (the log's "done" line), and
+the records' same-process latency ratio to `lfbo` is set beside it.
+
+A search "stalled" when its tree search stopped early (before ``max_generations``) and no generation
+read better than the first population's best; the polish after it may still have moved.
+
+    python bench/probes/search_paths.py --logs 'bench/results/**/var_*.log' 'bench/logs/table_session*/*' \
+        --stores bench/results/store.json 'bench/results/*/var_*.json' --out bench/results/search_paths.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import math
+import re
+import sys
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from tuning.bench.store import PROXY_OF  # noqa: E402
+
+BAR = 1.05
+IMPROVED = 0.999  # a generation's best must read this far under the population's to count as a gain, not noise
+TUNE = re.compile(r"kiln bench: tune (\S+) with (\S+)")
+DONE = re.compile(r"kiln bench: done (\S+) (\S+): (\d+) configs, ([\d.]+) s")
+START = re.compile(r"Starting \w+ with .*max_generations=(\d+)")
+POPULATION = re.compile(r"Qualified population of \d+")
+GENERATION = re.compile(r"Generation (\d+) complete")
+STOP = re.compile(r"Autotuning stop at generation (\d+)")
+COUNTS = re.compile(r"(error|timeout|ok)=(\d+)")
+BEST = re.compile(r"\bmin=([\d.]+)")
+
+
+def _summary(line: str) -> dict[str, Any] | None:
+    """A population's or generation's count line (``error=3 timeout=1 ok=20 | min=0.37 ...``)."""
+    head = line.split("|")[0]
+    counts = {k: int(v) for k, v in COUNTS.findall(head)}
+    best = BEST.search(line)
+    if "ok" not in counts or not best:
+        return None
+    total = sum(counts.values())
+    return {"total": total, "failed": total - counts["ok"], "best_ms": float(best.group(1))}
+
+
+def parse_log(lines: Iterable[str]) -> Iterator[dict[str, Any]]:
+    """Each finished `seeded` search block: where Helion stopped, and each stage's failures and best."""
+    block: dict[str, Any] | None = None
+    pending: str | None = None  # "population" or "generation": its count line comes next
+    for raw in lines:
+        line = re.sub(r"^\[\d+s\] ", "", raw.rstrip("\n"))
+        if m := TUNE.search(line):
+            block = {"case": m.group(1), "strategy": m.group(2), "population": None, "generations": [],
+                     "max_generations": None, "stopped_at": None, "paths_ended": 0}
+            pending = None
+            continue
+        if block is None:
+            continue
+        if pending and (s := _summary(line)):
+            if pending == "population":
+                block["population"] = s
+            else:
+                block["generations"].append(s)
+            pending = None
+        elif m := START.search(line):
+            block["max_generations"] = int(m.group(1))
+        elif POPULATION.search(line):
+            pending = "population"
+        elif GENERATION.search(line):
+            pending = "generation"
+        elif m := STOP.search(line):
+            block["stopped_at"] = int(m.group(1))
+        elif "finish because of no improvement" in line:
+            block["paths_ended"] += 1
+        elif m := DONE.search(line):
+            if m.group(1) == block["case"] and m.group(2) == block["strategy"]:
+                block.update(configs=int(m.group(3)), seconds=float(m.group(4)))
+                if block["population"]:
+                    yield block
+            block = None
+
+
+def describe(block: dict[str, Any]) -> dict[str, Any]:
+    """The block's pattern: did the tree search stop early, and did any generation beat the population?"""
+    pop, gens = block["population"], block["generations"]
+    best_gen = min((g["best_ms"] for g in gens), default=math.inf)
+    improved = best_gen < pop["best_ms"] * IMPROVED
+    early = block["stopped_at"] is not None and block["max_generations"] is not None \
+        and len(gens) < block["max_generations"]
+    tried = sum(g["total"] for g in gens)
+    return {"generations_run": len(gens), "max_generations": block["max_generations"], "stopped_early": early,
+            "improved_on_population": improved, "stalled": early and not improved,
+            "generation_failed_share": round(sum(g["failed"] for g in gens) / tried, 3) if tried else None,
+            "population_failed_share": round(pop["failed"] / pop["total"], 3) if pop["total"] else None}
+
+
+def records(stores: Iterable[Path]) -> dict[tuple[str, int, float], dict[str, Any]]:
+    """Every `seeded` record with a same-process pairing, by (case, configs, seconds to 0.1 s); proxy copies left out."""
+    out: dict[tuple[str, int, float], dict[str, Any]] = {}
+    for path in stores:
+        doc = json.loads(path.read_text())
+        for key, run in doc.get("runs", {}).items():
+            for case, entry in run.get("cases", {}).items():
+                rec = entry.get("strategies", {}).get("seeded")
+                vs = (rec or {}).get("vs_lfbo") or {}
+                if not rec or rec.get(PROXY_OF) or not (vs.get("ms") and vs.get("lfbo_ms")):
+                    continue
+                k = (case, int(rec.get("configs_tested", -1)), round(float(rec.get("tuning_seconds", -1)), 1))
+                out.setdefault(k, {"run": key, "store": str(path), "ratio": round(vs["ms"] / vs["lfbo_ms"], 4),
+                                   "seeded_from_shapes": rec.get("seeded_from_shapes")})
+    return out
+
+
+def _group(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    ratios = [r["ratio"] for r in rows]
+    if not ratios:
+        return {"searches": 0}
+    return {"searches": len(ratios), "geomean_ratio": round(_geomean(ratios), 4),
+            "over_bar": sum(x > BAR for x in ratios), "share_over_bar": round(sum(x > BAR for x in ratios) / len(ratios), 3),
+            "cases_over_bar": sorted({r["case"] for r in rows if r["ratio"] > BAR})}
+
+
+def _geomean(xs: list[float]) -> float:
+    return math.exp(sum(map(math.log, xs)) / len(xs))
+
+
+def within_case(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The same comparisons inside each case, since cases differ far more than draws do.
+
+    A pooled split mostly sorts kernels (causal attention medium stalls on every draw and misses
+    on every draw); only a case drawn both ways says whether stalling goes with a worse draw.
+    The failure split puts each draw of a case drawn 4 times or more against the case's own mean,
+    on either side of the case's median share of generation configs that failed or timed out.
+    """
+    cases: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        cases.setdefault(r["case"], []).append(r)
+    both = []
+    for case, rs in sorted(cases.items()):
+        stalled = [r["ratio"] for r in rs if r["stalled"]]
+        rest = [r["ratio"] for r in rs if not r["stalled"]]
+        if stalled and rest:
+            both.append({"case": case, "stalled": round(_geomean(stalled), 4), "not_stalled": round(_geomean(rest), 4),
+                         "draws": [len(stalled), len(rest)]})
+    high: list[float] = []
+    low: list[float] = []
+    for rs in cases.values():
+        shares = sorted(r["generation_failed_share"] for r in rs if r["generation_failed_share"] is not None)
+        if len(shares) < 4:
+            continue
+        median, mean = shares[len(shares) // 2], _geomean([r["ratio"] for r in rs])
+        for r in rs:
+            if r["generation_failed_share"] is not None:
+                (high if r["generation_failed_share"] > median else low).append(r["ratio"] / mean)
+    return {"cases_drawn_both_ways": len(both), "cases_where_stalled_read_worse": sum(b["stalled"] > b["not_stalled"] for b in both),
+            "cases": both,
+            "failure_split": {"draws_over_case_median": len(high), "draws_at_or_under": len(low),
+                              "over_median_vs_case_mean": round(_geomean(high), 4) if high else None,
+                              "at_or_under_vs_case_mean": round(_geomean(low), 4) if low else None}}
+
+
+def collect(log_paths: Iterable[Path], store_paths: Iterable[Path]) -> dict[str, Any]:
+    """Each search of the logs that a store pairs with `lfbo`, once, and the stalled against the rest, per GPU."""
+    recs = records(store_paths)
+    seen: set[tuple[str, int, float]] = set()
+    rows: list[dict[str, Any]] = []
+    unmatched = 0
+    for path in log_paths:
+        with path.open(errors="replace") as f:
+            for block in parse_log(f):
+                if block["strategy"] != "seeded":
+                    continue
+                k = (block["case"], block["configs"], round(block["seconds"], 1))
+                rec = recs.get(k)
+                if rec is None:
+                    unmatched += 1
+                    continue
+                if k in seen:  # an appended log repeats an earlier call's blocks
+                    continue
+                seen.add(k)
+                rows.append({"case": block["case"], "log": str(path), "configs": block["configs"],
+                             "seconds": block["seconds"], **rec, **describe(block)})
+    by_gpu: dict[str, Any] = {}
+    for gpu in sorted({r["run"].split("|")[0] for r in rows}):
+        mine = [r for r in rows if r["run"].split("|")[0] == gpu]
+        by_gpu[gpu] = {"within_case": within_case(mine), "stalled": _group([r for r in mine if r["stalled"]]),
+                       "not_stalled": _group([r for r in mine if not r["stalled"]]),
+                       "stalled_cold": _group([r for r in mine if r["stalled"] and not r["seeded_from_shapes"]]),
+                       "not_stalled_cold": _group([r for r in mine if not r["stalled"] and not r["seeded_from_shapes"]])}
+    return {"what": "seeded searches read from the bench logs, joined to their stored same-process latency ratio to "
+                    "lfbo; 'stalled': Helion's tree search stopped before max_generations and no generation beat the "
+                    "first population's best (the polish after it may still have moved)",
+            "searches": len(rows), "log_blocks_without_a_paired_record": unmatched, "by_gpu": by_gpu,
+            "rows": sorted(rows, key=lambda r: (r["case"], r["ratio"]))}
+
+
+def _paths(patterns: Iterable[str]) -> list[Path]:
+    found = sorted({Path(p) for pat in patterns for p in glob.glob(pat, recursive=True)})
+    return [p for p in found if p.is_file()]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--logs", nargs="+", required=True, help="bench log files or globs")
+    ap.add_argument("--stores", nargs="+", required=True, help="bench stores or globs")
+    ap.add_argument("--out", type=Path, required=True)
+    ns = ap.parse_args(argv)
+    doc = collect(_paths(ns.logs), _paths(ns.stores))
+    ns.out.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    print(json.dumps({"searches": doc["searches"], "by_gpu": doc["by_gpu"]}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
