@@ -42,6 +42,11 @@ _ADAPTIVE = re.compile(r"^Adaptive compile timeout: (\d+)s \(90% percentile=([0-
 _TIMEOUT = re.compile(r"^Timeout after (\d+)s compiling")
 _MAIN_END = re.compile(r"^(Generation \d+ complete|Autotuning stop at generation)")
 _MIN = re.compile(r"\bmin=([0-9.]+)")
+_COUNTS = re.compile(r"\b(error|timeout|ok)=(\d+)")
+_START = re.compile(r"^Starting \w+ with .*max_generations=(\d+)")
+_STOP = re.compile(r"^Autotuning stop at generation (\d+)")
+_PATH_ENDED = re.compile(r"^Copy \d+ finish because of no improvement")
+_KILN_DONE = re.compile(r"^kiln bench: done (\S+) seeded: (\d+) configs, ([0-9.]+) s")
 _POLISH = re.compile(r"^Polish round (\d+): (\d+)(?: of \d+ \(surrogate-picked\))? neighbors, best ([0-9.]+)ms")
 _FIRST_BAR = re.compile(r"^Initial population (?:precompiling|exploring neighbors)\b.*?(\d+)/\d+\s+([0-9.]+) configs/s")
 _DONE = re.compile(r"^Autotuning complete in ([0-9.]+)s after searching (\d+) configs")
@@ -55,14 +60,34 @@ WARM_WORKER_SAVES_S = 15.0
 MATCH_WITHIN_S = 3.0  # a log's "Autotuning complete in" against the record's tuning seconds
 
 
+def _stage(line: str, best_ms: float) -> dict[str, Any] | None:
+    """A population's or generation's count line (``error=3 timeout=1 ok=20 | min=0.37 ...``), or None."""
+    counts = {k: int(v) for k, v in _COUNTS.findall(line.split("|")[0])}
+    if "ok" not in counts:
+        return None
+    total = sum(counts.values())
+    return {"total": total, "failed": total - counts["ok"], "best_ms": best_ms}
+
+
 def parse(path: Path) -> list[dict[str, Any]]:
-    """Every seeded search in one log that ran to `Autotuning complete`, with its phase marks."""
+    """Every seeded search in one log that ran to `Autotuning complete`, with its phase marks.
+
+    Besides the phases, each search keeps what `bench/probes/search_paths.py` reads: its
+    ``stages`` (the first population's count line, then each generation's), ``max_generations``,
+    where Helion stopped (``stopped_at``), how many search paths ended without improving, and the
+    bench's own ``kiln_seconds`` from its "done" line, which is what the store records.
+    """
     searches: list[dict[str, Any]] = []
     cur: dict[str, Any] | None = None
     for line in path.read_text(errors="replace").splitlines():
         if m := _TUNE.match(line):
             cur = {"case": m.group(1), "log": str(path), "first_population_end_s": None, "adaptive": None,
-                   "main_end_s": None, "main_best_ms": None, "rounds": [], "timeouts": [], "first_bars_s": 0.0}
+                   "main_end_s": None, "main_best_ms": None, "rounds": [], "timeouts": [], "first_bars_s": 0.0,
+                   "stages": [], "max_generations": None, "stopped_at": None, "paths_ended": 0}
+            continue
+        if (m := _KILN_DONE.match(line)) and searches and searches[-1]["case"] == m.group(1) \
+                and searches[-1]["configs"] == int(m.group(2)) and "kiln_seconds" not in searches[-1]:
+            searches[-1]["kiln_seconds"] = float(m.group(3))
             continue
         if cur is None:
             continue
@@ -75,9 +100,15 @@ def parse(path: Path) -> list[dict[str, Any]]:
                 cur["first_bars_s"] += int(m.group(1)) / float(m.group(2))  # items after the first, at the bar's rate
             elif (m := _MIN.search(line)) and not cur["rounds"]:
                 cur["main_best_ms"] = float(m.group(1))
+                if stage := _stage(line, cur["main_best_ms"]):
+                    cur["stages"].append(stage)
             continue
         at, msg = float(stamp.group(1)), stamp.group(2)
-        if _FIRST_END.match(msg):
+        if m := _START.match(msg):
+            cur["max_generations"] = int(m.group(1))
+        elif _PATH_ENDED.match(msg):
+            cur["paths_ended"] += 1
+        elif _FIRST_END.match(msg):
             cur["first_population_end_s"] = at
         elif m := _ADAPTIVE.match(msg):
             cur["adaptive"] = {"timeout_s": int(m.group(1)), "p90_s": float(m.group(2))}
@@ -85,6 +116,8 @@ def parse(path: Path) -> list[dict[str, Any]]:
             cur["timeouts"].append({"at_s": at, "waited_s": int(m.group(1))})
         elif _MAIN_END.match(msg):
             cur["main_end_s"] = at
+            if m := _STOP.match(msg):
+                cur["stopped_at"] = int(m.group(1))
         elif m := _POLISH.match(msg):
             cur["rounds"].append({"round": int(m.group(1)), "end_s": at,
                                   "neighbors": int(m.group(2)), "best_ms": float(m.group(3))})

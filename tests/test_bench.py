@@ -2076,7 +2076,8 @@ def test_search_paths_reads_where_each_search_stopped_from_its_log_and_joins_its
         if stop:
             lines += ["[42s] Copy 0 finish because of no improvement", "[42s] Copy 1 finish because of no improvement",
                       f"[42s] Autotuning stop at generation {len(gens) + 1} because of no active search path"]
-        return lines + [f"kiln bench: done {case} seeded: {configs} configs, {seconds} s, 0.4 ms (fresh process)"]
+        return lines + [f"[{int(seconds)}s] Autotuning complete in {seconds - 0.9:.1f}s after searching {configs} configs.",
+                        f"kiln bench: done {case} seeded: {configs} configs, {seconds} s, 0.4 ms (fresh process)"]
 
     stalled = block("p.m:k@medium", ["error=16 timeout=2 ok=7 | min=0.3788 mid=1 max=4",
                                      "error=2 timeout=10 ok=12 | min=0.3790 mid=1 max=4"], True, 139, 78.594)

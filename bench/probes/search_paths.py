@@ -5,10 +5,10 @@ attention small; bench/TABLE.md, session 50), Helion's tree search ended both it
 no improvement" after two generations, never beating the first population's best, and the polish
 did the rest.  ``seeded.SEARCH_STOP`` (``patience``) would let the paths go on.  Before a GPU draw
 of it, this asks every search the logs hold whether that pattern goes with the misses at all:
-each `seeded` search block of a bench log is parsed (the first population's and each
-generation's error, timeout and ok counts and best reading, and where Helion stopped), joined to
-its record in the stores by case, configs tested and tuning seconds (the log's "done" line), and
-the records' same-process latency ratio to `lfbo` is set beside it.
+each `seeded` search of a bench log is read by ``bench/seeded_phases.py``'s parser (the first
+population's and each generation's error, timeout and ok counts and best reading, and where Helion
+stopped), joined to its record in the stores by case, configs tested and tuning seconds (the log's
+"done" line), and the records' same-process latency ratio to `lfbo` is set beside it.
 
 A search "stalled" when its tree search stopped early (before ``max_generations``) and no generation
 read better than the first population's best; the polish after it may still have moved.
@@ -23,81 +23,25 @@ import argparse
 import glob
 import json
 import math
-import re
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from bench.seeded_phases import parse  # noqa: E402
 from tuning.bench.compare import geomean  # noqa: E402
 from tuning.bench.store import PROXY_OF  # noqa: E402
 
 BAR = 1.05
 IMPROVED = 0.999  # a generation's best must read this far under the population's to count as a gain, not noise
-TUNE = re.compile(r"kiln bench: tune (\S+) with (\S+)")
-DONE = re.compile(r"kiln bench: done (\S+) (\S+): (\d+) configs, ([\d.]+) s")
-START = re.compile(r"Starting \w+ with .*max_generations=(\d+)")
-POPULATION = re.compile(r"Qualified population of \d+")
-GENERATION = re.compile(r"Generation (\d+) complete")
-STOP = re.compile(r"Autotuning stop at generation (\d+)")
-COUNTS = re.compile(r"(error|timeout|ok)=(\d+)")
-BEST = re.compile(r"\bmin=([\d.]+)")
-
-
-def _summary(line: str) -> dict[str, Any] | None:
-    """A population's or generation's count line (``error=3 timeout=1 ok=20 | min=0.37 ...``)."""
-    head = line.split("|")[0]
-    counts = {k: int(v) for k, v in COUNTS.findall(head)}
-    best = BEST.search(line)
-    if "ok" not in counts or not best:
-        return None
-    total = sum(counts.values())
-    return {"total": total, "failed": total - counts["ok"], "best_ms": float(best.group(1))}
-
-
-def parse_log(lines: Iterable[str]) -> Iterator[dict[str, Any]]:
-    """Each finished `seeded` search block: where Helion stopped, and each stage's failures and best."""
-    block: dict[str, Any] | None = None
-    pending: str | None = None  # "population" or "generation": its count line comes next
-    for raw in lines:
-        line = re.sub(r"^\[\d+s\] ", "", raw.rstrip("\n"))
-        if m := TUNE.search(line):
-            block = {"case": m.group(1), "strategy": m.group(2), "population": None, "generations": [],
-                     "max_generations": None, "stopped_at": None, "paths_ended": 0}
-            pending = None
-            continue
-        if block is None:
-            continue
-        if pending and (s := _summary(line)):
-            if pending == "population":
-                block["population"] = s
-            else:
-                block["generations"].append(s)
-            pending = None
-        elif m := START.search(line):
-            block["max_generations"] = int(m.group(1))
-        elif POPULATION.search(line):
-            pending = "population"
-        elif GENERATION.search(line):
-            pending = "generation"
-        elif m := STOP.search(line):
-            block["stopped_at"] = int(m.group(1))
-        elif "finish because of no improvement" in line:
-            block["paths_ended"] += 1
-        elif m := DONE.search(line):
-            if m.group(1) == block["case"] and m.group(2) == block["strategy"]:
-                block.update(configs=int(m.group(3)), seconds=float(m.group(4)))
-                if block["population"]:
-                    yield block
-            block = None
 
 
 def describe(block: dict[str, Any]) -> dict[str, Any]:
-    """The block's pattern: did the tree search stop early, and did any generation beat the population?"""
-    pop, gens = block["population"], block["generations"]
+    """The search's pattern: did the tree search stop early, and did any generation beat the population?"""
+    pop, gens = block["stages"][0], block["stages"][1:]
     best_gen = min((g["best_ms"] for g in gens), default=math.inf)
     improved = best_gen < pop["best_ms"] * IMPROVED
     early = block["stopped_at"] is not None and block["max_generations"] is not None \
@@ -184,20 +128,19 @@ def collect(log_paths: Iterable[Path], store_paths: Iterable[Path]) -> dict[str,
     rows: list[dict[str, Any]] = []
     unmatched = 0
     for path in log_paths:
-        with path.open(errors="replace") as f:
-            for block in parse_log(f):
-                if block["strategy"] != "seeded":
-                    continue
-                k = (block["case"], block["configs"], round(block["seconds"], 1))
-                rec = recs.get(k)
-                if rec is None:
-                    unmatched += 1
-                    continue
-                if k in seen:  # an appended log repeats an earlier call's blocks
-                    continue
-                seen.add(k)
-                rows.append({"case": block["case"], "log": str(path), "configs": block["configs"],
-                             "seconds": block["seconds"], **rec, **describe(block)})
+        for block in parse(path):  # bench/seeded_phases.py: the one parser of a logged seeded search
+            if not block["stages"] or "kiln_seconds" not in block:
+                continue
+            k = (block["case"], block["configs"], round(block["kiln_seconds"], 1))
+            rec = recs.get(k)
+            if rec is None:
+                unmatched += 1
+                continue
+            if k in seen:  # an appended log repeats an earlier call's blocks
+                continue
+            seen.add(k)
+            rows.append({"case": block["case"], "log": str(path), "configs": block["configs"],
+                         "seconds": block["kiln_seconds"], **rec, **describe(block)})
     by_gpu: dict[str, Any] = {}
     for gpu in sorted({r["run"].split("|")[0] for r in rows}):
         mine = [r for r in rows if r["run"].split("|")[0] == gpu]
