@@ -27,7 +27,8 @@ read with the search's clock.
 Off (``seeded.GRID_ORDER``, where its one draw is recorded).  On mamba2 small that draw's search
 ended on the very pick the probe had fixed, and none of the moves read faster there: ``lfbo``'s
 order [2, 4, 1, 0, 3] is not one move from the pick's [4, 0, 2, 3, 1].  Hence ``loop_orders`` = 2,
-not yet drawn.  Try it with ``bench/seeded_variant.py --set grid_order.loop_orders=2 --set
+drawn once there in session 50: the search itself landed at 0.998 and no far order read faster,
+so the pick stayed.  Try it with ``bench/seeded_variant.py --set grid_order.loop_orders=2 --set
 grid_order.l2_groupings=1``.
 """
 
