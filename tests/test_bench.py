@@ -2107,3 +2107,36 @@ def test_search_paths_reads_where_each_search_stopped_from_its_log_and_joins_its
     gpu = doc["by_gpu"]["NVIDIA H200"]
     assert gpu["stalled"]["over_bar"] == 1 and gpu["not_stalled"]["geomean_ratio"] == 1.0
     assert gpu["within_case"]["cases_drawn_both_ways"] == 1 and gpu["within_case"]["cases_where_stalled_read_worse"] == 1
+    assert rows[1.08]["paths_ended"] == 2 and rows[1.08]["seconds_per_generation"] == 13.0  # [16s] to [42s], 2 generations
+    assert rows[1.0]["paths_ended"] == 0
+
+
+def test_search_paths_patience_reach_names_the_table_rows_whose_paths_ended_and_projects_their_cost(tmp_path: Path) -> None:
+    """patience_reach: only a row whose logged search ended a path is one a longer patience changes; its cost is projected."""
+    from bench.probes.search_paths import PROJECTED_EXTRA_GENERATIONS, patience_reach
+
+    rows = [{"case": "p.m:k@medium", "configs": 139, "seconds": 78.594, "ratio": 1.08, "paths_ended": 2,
+             "seconds_per_generation": 13.0},
+            {"case": "p.m:k@small", "configs": 90, "seconds": 40.0, "ratio": 1.0, "paths_ended": 0,
+             "seconds_per_generation": 3.0},
+            {"case": "p.m:k@medium", "configs": 200, "seconds": 90.01, "ratio": 1.0, "paths_ended": 0,  # a trial's draw
+             "seconds_per_generation": 2.8}]
+
+    def entry(configs: int, seconds: float, lfbo_seconds: float) -> dict[str, Any]:
+        return {"strategies": {"seeded": {"configs_tested": configs, "tuning_seconds": seconds},
+                               "lfbo": {"tuning_seconds": lfbo_seconds}}}
+    h200 = "NVIDIA H200|triton:sm90|helion=1.5.0"
+    table = {"runs": {h200: {"cases": {"p.m:k@medium": entry(139, 78.59412, 400.0), "p.m:k@small": entry(90, 40.0, 160.0),
+                                       "p.m:k@large": entry(50, 50.0, 200.0)}},  # no log block: not reached, and named
+                      "H100|copy": {"proxy_of": h200, "cases": {"p.m:k@medium": entry(139, 78.59412, 400.0)}}}}
+    reach = patience_reach(rows, table)
+    assert list(reach) == [h200]  # a proxy run is another card's picks: not a table of its own
+    got = reach[h200]
+    assert got["cases"] == 3 and got["reached"] == 1 and got["reached_cases"] == ["p.m:k@medium"]
+    assert got["reached_over_bar"] == [{"case": "p.m:k@medium", "ratio": 1.08, "paths_ended": 2}]
+    assert got["without_log"] == ["p.m:k@large"]
+    assert [e["case"] for e in got["not_reached"]] == ["p.m:k@large", "p.m:k@small"]
+    assert got["time_ratio_now"] == round((400 / 78.59412 * 4 * 4) ** (1 / 3), 3)
+    for k in PROJECTED_EXTRA_GENERATIONS:  # each ended path: k more generations at half its search's 13 s each
+        want = round((400 / (78.59412 + k * 2 * 6.5) * 4 * 4) ** (1 / 3), 3)
+        assert got["projected_time_ratio"][f"{k}_more_generations_per_ended_path"] == want

@@ -13,8 +13,17 @@ stopped), joined to its record in the stores by case, configs tested and tuning 
 A search "stalled" when its tree search stopped early (before ``max_generations``) and no generation
 read better than the first population's best; the polish after it may still have moved.
 
-    python bench/probes/search_paths.py --logs 'bench/results/**/var_*.log' 'bench/logs/table_session*/*' \
-        --stores bench/results/store.json 'bench/results/*/var_*.json' --out bench/results/search_paths.json
+With ``--table`` it also asks which of the table's rows a longer patience would change at all, and
+what that may cost the time bar (``patience_reach``; session 51's H100 draws of ``pat2`` moved fp8
+attention small under the bar, at more tuning seconds).  A path that ended "because of no
+improvement" is what ``patience`` keeps alive, so a row whose logged search ended no path is one
+``pat2`` leaves alone, and its table draw stands for a ``pat2`` draw.  The cost is projected, not
+measured: each ended path runs ``k`` more generations at its own search's logged seconds per
+generation (half a generation's seconds per path, as both paths share one), for k = 1, 2, 3.
+
+    python bench/probes/search_paths.py --logs 'bench/results/**/*.log' 'bench/logs/table_session*/*' \
+        --stores bench/results/store.json 'bench/results/*/var_*.json' --table bench/results/store.json \
+        --out bench/results/search_paths.json
 """
 
 from __future__ import annotations
@@ -31,11 +40,12 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from bench.seeded_phases import parse  # noqa: E402
+from bench.seeded_phases import parse, phases  # noqa: E402
 from tuning.bench.compare import geomean  # noqa: E402
 from tuning.bench.store import PROXY_OF  # noqa: E402
 
 BAR = 1.05
+PROJECTED_EXTRA_GENERATIONS = (1, 2, 3)  # per ended path, for patience_reach's cost projection
 IMPROVED = 0.999  # a generation's best must read this far under the population's to count as a gain, not noise
 
 
@@ -47,7 +57,10 @@ def describe(block: dict[str, Any]) -> dict[str, Any]:
     early = block["stopped_at"] is not None and block["max_generations"] is not None \
         and len(gens) < block["max_generations"]
     tried = sum(g["total"] for g in gens)
+    main_s = phases(block)["main_s"]
     return {"generations_run": len(gens), "max_generations": block["max_generations"], "stopped_early": early,
+            "paths_ended": block["paths_ended"], "main_s": main_s,
+            "seconds_per_generation": round(main_s / len(gens), 2) if gens else None,
             "improved_on_population": improved, "stalled": early and not improved,
             "generation_failed_share": round(sum(g["failed"] for g in gens) / tried, 3) if tried else None,
             "population_failed_share": round(pop["failed"] / pop["total"], 3) if pop["total"] else None}
@@ -155,6 +168,55 @@ def collect(log_paths: Iterable[Path], store_paths: Iterable[Path]) -> dict[str,
             "rows": sorted(rows, key=lambda r: (r["case"], r["ratio"]))}
 
 
+def _table_records(table: dict[str, Any]) -> dict[str, dict[tuple[str, int, float], tuple[float, float]]]:
+    """Per run of the table store: each paired `seeded` record's key, with its and `lfbo`'s tuning seconds."""
+    out: dict[str, dict[tuple[str, int, float], tuple[float, float]]] = {}
+    for key, run in table.get("runs", {}).items():
+        if run.get(PROXY_OF):
+            continue
+        for case, entry in run.get("cases", {}).items():
+            mine, base = entry.get("strategies", {}).get("seeded"), entry.get("strategies", {}).get("lfbo")
+            if not mine or not base or mine.get(PROXY_OF) or mine.get("error") or base.get("error"):
+                continue
+            k = (case, int(mine.get("configs_tested", -1)), round(float(mine.get("tuning_seconds", -1)), 1))
+            out.setdefault(key, {})[k] = (float(mine["tuning_seconds"]), float(base["tuning_seconds"]))
+    return out
+
+
+def patience_reach(rows: list[dict[str, Any]], table: dict[str, Any]) -> dict[str, Any]:
+    """Which table rows a longer ``search_stop.patience`` changes, and the time ratio it may leave.
+
+    Why: ``pat2`` is judged on every row it reaches, like any search, and it costs seconds on each
+    of them; before a GPU draw of it on the table, this says how many rows that is and whether the
+    4x time bar would survive it.  A table row without a joined log block is counted as not reached
+    and named under ``without_log``.
+    """
+    by_key = {(r["case"], r["configs"], round(r["seconds"], 1)): r for r in rows}
+    out: dict[str, Any] = {}
+    for run, recs in sorted(_table_records(table).items()):
+        reached, untouched, missing, now = [], [], [], []
+        projected: dict[int, list[float]] = {k: [] for k in PROJECTED_EXTRA_GENERATIONS}
+        for key, (seconds, lfbo_seconds) in sorted(recs.items()):
+            row = by_key.get(key)
+            now.append(lfbo_seconds / seconds)
+            per_path = (row["seconds_per_generation"] or 0.0) / 2 if row else 0.0
+            ended = row["paths_ended"] if row else 0
+            for k in PROJECTED_EXTRA_GENERATIONS:
+                projected[k].append(lfbo_seconds / (seconds + k * ended * per_path))
+            if row is None:
+                missing.append(key[0])
+            entry = {"case": key[0], "ratio": row["ratio"] if row else None, "paths_ended": ended}
+            (reached if ended else untouched).append(entry)
+        out[run] = {"cases": len(recs), "without_log": missing,
+                    "reached": len(reached), "reached_cases": [e["case"] for e in reached],
+                    "reached_over_bar": [e for e in reached if e["ratio"] is not None and e["ratio"] > BAR],
+                    "not_reached": untouched,
+                    "time_ratio_now": round(_geomean(now), 3),
+                    "projected_time_ratio": {f"{k}_more_generations_per_ended_path": round(_geomean(v), 3)
+                                             for k, v in projected.items()}}
+    return out
+
+
 def _paths(patterns: Iterable[str]) -> list[Path]:
     found = sorted({Path(p) for pat in patterns for p in glob.glob(pat, recursive=True)})
     return [p for p in found if p.is_file()]
@@ -165,10 +227,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--logs", nargs="+", required=True, help="bench log files or globs")
     ap.add_argument("--stores", nargs="+", required=True, help="bench stores or globs")
     ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--table", type=Path, help="the table's store: which of its rows a longer patience reaches")
     ns = ap.parse_args(argv)
     doc = collect(_paths(ns.logs), _paths(ns.stores))
+    if ns.table:
+        doc["patience_reach"] = patience_reach(doc["rows"], json.loads(ns.table.read_text()))
     ns.out.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
-    print(json.dumps({"searches": doc["searches"], "by_gpu": doc["by_gpu"]}, indent=1))
+    print(json.dumps({"searches": doc["searches"], "by_gpu": doc["by_gpu"], "patience_reach": doc.get("patience_reach")},
+                     indent=1))
     return 0
 
 
