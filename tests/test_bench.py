@@ -2113,7 +2113,7 @@ def test_search_paths_reads_where_each_search_stopped_from_its_log_and_joins_its
 
 def test_search_paths_patience_reach_names_the_table_rows_whose_paths_ended_and_projects_their_cost(tmp_path: Path) -> None:
     """patience_reach: only a row whose logged search ended a path is one a longer patience changes; its cost is projected."""
-    from bench.probes.search_paths import PROJECTED_EXTRA_GENERATIONS, patience_reach
+    from bench.probes.search_paths import PROJECTED_EXTRA_GENERATIONS, draw_order, patience_reach
 
     rows = [{"case": "p.m:k@medium", "configs": 139, "seconds": 78.594, "ratio": 1.08, "paths_ended": 2,
              "seconds_per_generation": 13.0},
@@ -2134,7 +2134,12 @@ def test_search_paths_patience_reach_names_the_table_rows_whose_paths_ended_and_
     got = reach[h200]
     assert got["cases"] == 3 and got["reached"] == 1 and got["reached_cases"] == ["p.m:k@medium"]
     assert got["reached_over_bar"] == [{"case": "p.m:k@medium", "ratio": 1.08, "paths_ended": 2}]
-    assert got["without_log"] == ["p.m:k@large"]
+    assert got["without_log"] == ["p.m:k@large"] and got["draw_order"] == ["p.m:k@medium"]
+    # kernels with a row over the bar first (worst first), each kernel's middle shape before its others
+    entries = [{"case": c, "ratio": r} for c, r in [("a.x:k@large", 1.0), ("a.x:k@small", 1.0), ("a.x:k@medium", 1.0),
+                                                     ("b.y:k@small", 1.06), ("c.z:k@large", 1.2), ("c.z:k@medium", None)]]
+    assert draw_order(entries) == ["c.z:k@medium", "c.z:k@large", "b.y:k@small",
+                                   "a.x:k@medium", "a.x:k@small", "a.x:k@large"]
     assert [e["case"] for e in got["not_reached"]] == ["p.m:k@large", "p.m:k@small"]
     assert got["time_ratio_now"] == round((400 / 78.59412 * 4 * 4) ** (1 / 3), 3)
     for k in PROJECTED_EXTRA_GENERATIONS:  # each ended path: k more generations at half its search's 13 s each

@@ -183,6 +183,26 @@ def _table_records(table: dict[str, Any]) -> dict[str, dict[tuple[str, int, floa
     return out
 
 
+def draw_order(reached: list[dict[str, Any]]) -> list[str]:
+    """The reached cases in the order to draw them: kernels with a row over the bar first, worst first.
+
+    Within a kernel the middle shape comes first, as in a first build, so the other shapes drawn
+    after it in the same trial store are seeded from the drawn search's own pick; a call cut short
+    then has spent its time on the rows the bar depends on.
+    """
+    kernels: dict[str, list[dict[str, Any]]] = {}
+    for e in reached:
+        kernels.setdefault(e["case"].rpartition("@")[0], []).append(e)
+
+    def worst(entries: list[dict[str, Any]]) -> float:
+        over = [e["ratio"] for e in entries if e["ratio"] is not None and e["ratio"] > BAR]
+        return max(over, default=0.0)
+    shape_rank = {"medium": 0, "small": 1, "large": 2}
+    ordered = sorted(kernels, key=lambda k: (-worst(kernels[k]), k))
+    return [e["case"] for k in ordered
+            for e in sorted(kernels[k], key=lambda e: (shape_rank.get(e["case"].rpartition("@")[2], 3), e["case"]))]
+
+
 def patience_reach(rows: list[dict[str, Any]], table: dict[str, Any]) -> dict[str, Any]:
     """Which table rows a longer ``search_stop.patience`` changes, and the time ratio it may leave.
 
@@ -209,6 +229,7 @@ def patience_reach(rows: list[dict[str, Any]], table: dict[str, Any]) -> dict[st
             (reached if ended else untouched).append(entry)
         out[run] = {"cases": len(recs), "without_log": missing,
                     "reached": len(reached), "reached_cases": [e["case"] for e in reached],
+                    "draw_order": draw_order(reached),
                     "reached_over_bar": [e for e in reached if e["ratio"] is not None and e["ratio"] > BAR],
                     "not_reached": untouched,
                     "time_ratio_now": round(_geomean(now), 3),

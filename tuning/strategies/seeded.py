@@ -185,7 +185,13 @@ SMALL_KERNEL_BELOW_MS = 0.025
 # random configs) still improved after 300 configs there.  Cost, estimated: one generation
 # per path that would have stopped, 15-20 s on attention.  Measured once under td2 on gdn large
 # (session 45, bench/results/variants_session45/var_pat2.*): 1.0845 against the table's 1.0861,
-# 110.5 s against 89.7; no fix.  Try it with bench/seeded_variant.py (--set search_stop.patience=2).
+# 110.5 s against 89.7; no fix.  Session 51 on an H100, against the table's lfbo picks
+# (bench/results/proxy_session51): fp8 attention small 0.993 and 1.011, where today's search
+# misses by 8.6-10.3% on every draw: the third generation, which the default never runs, found
+# the better config both times; causal attention medium 1.087, unmoved (same tile as before).  Not
+# adopted yet: it changes the 31 table rows whose search ended a path, and its extra generations
+# may cost the 4x time bar (projected 4.09-4.72x from 5.14x; bench/probes/search_paths.py --table).
+# Try it with bench/seeded_variant.py (--set search_stop.patience=2).
 SEARCH_STOP = {"patience": 0}
 
 # Seed check (seed_check.py): ``widen`` = N adds N random configs to the first population when
