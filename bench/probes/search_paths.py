@@ -41,10 +41,10 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from bench.seeded_phases import parse, phases  # noqa: E402
-from tuning.bench.compare import geomean  # noqa: E402
+from tuning.bench.compare import BAR_WORST_LATENCY, geomean  # noqa: E402
 from tuning.bench.store import PROXY_OF  # noqa: E402
 
-BAR = 1.05
+BAR = BAR_WORST_LATENCY
 PROJECTED_EXTRA_GENERATIONS = (1, 2, 3)  # per ended path, for patience_reach's cost projection
 IMPROVED = 0.999  # a generation's best must read this far under the population's to count as a gain, not noise
 
@@ -66,9 +66,17 @@ def describe(block: dict[str, Any]) -> dict[str, Any]:
             "population_failed_share": round(pop["failed"] / pop["total"], 3) if pop["total"] else None}
 
 
-def records(stores: Iterable[Path]) -> dict[tuple[str, int, float], dict[str, Any]]:
+JoinKey = tuple[str, int, float]
+
+
+def join_key(case: str, configs: Any, seconds: Any) -> JoinKey:
+    """How a log's search block and a store's record are matched: case, configs tested, seconds to 0.1 s."""
+    return case, int(configs), round(float(seconds), 1)
+
+
+def records(stores: Iterable[Path]) -> dict[JoinKey, dict[str, Any]]:
     """Every `seeded` record with a same-process pairing, by (case, configs, seconds to 0.1 s); proxy copies left out."""
-    out: dict[tuple[str, int, float], dict[str, Any]] = {}
+    out: dict[JoinKey, dict[str, Any]] = {}
     for path in stores:
         doc = json.loads(path.read_text())
         for key, run in doc.get("runs", {}).items():
@@ -77,7 +85,7 @@ def records(stores: Iterable[Path]) -> dict[tuple[str, int, float], dict[str, An
                 vs = (rec or {}).get("vs_lfbo") or {}
                 if not rec or rec.get(PROXY_OF) or not (vs.get("ms") and vs.get("lfbo_ms")):
                     continue
-                k = (case, int(rec.get("configs_tested", -1)), round(float(rec.get("tuning_seconds", -1)), 1))
+                k = join_key(case, rec.get("configs_tested", -1), rec.get("tuning_seconds", -1))
                 out.setdefault(k, {"run": key, "store": str(path), "ratio": round(vs["ms"] / vs["lfbo_ms"], 4),
                                    "seeded_from_shapes": rec.get("seeded_from_shapes")})
     return out
@@ -137,14 +145,14 @@ def within_case(rows: list[dict[str, Any]]) -> dict[str, Any]:
 def collect(log_paths: Iterable[Path], store_paths: Iterable[Path]) -> dict[str, Any]:
     """Each search of the logs that a store pairs with `lfbo`, once, and the stalled against the rest, per GPU."""
     recs = records(store_paths)
-    seen: set[tuple[str, int, float]] = set()
+    seen: set[JoinKey] = set()
     rows: list[dict[str, Any]] = []
     unmatched = 0
     for path in log_paths:
         for block in parse(path):  # bench/seeded_phases.py: the one parser of a logged seeded search
             if not block["stages"] or "kiln_seconds" not in block:
                 continue
-            k = (block["case"], block["configs"], round(block["kiln_seconds"], 1))
+            k = join_key(block["case"], block["configs"], block["kiln_seconds"])
             rec = recs.get(k)
             if rec is None:
                 unmatched += 1
@@ -168,9 +176,9 @@ def collect(log_paths: Iterable[Path], store_paths: Iterable[Path]) -> dict[str,
             "rows": sorted(rows, key=lambda r: (r["case"], r["ratio"]))}
 
 
-def _table_records(table: dict[str, Any]) -> dict[str, dict[tuple[str, int, float], tuple[float, float]]]:
+def _table_records(table: dict[str, Any]) -> dict[str, dict[JoinKey, tuple[float, float]]]:
     """Per run of the table store: each paired `seeded` record's key, with its and `lfbo`'s tuning seconds."""
-    out: dict[str, dict[tuple[str, int, float], tuple[float, float]]] = {}
+    out: dict[str, dict[JoinKey, tuple[float, float]]] = {}
     for key, run in table.get("runs", {}).items():
         if run.get(PROXY_OF):
             continue
@@ -178,7 +186,7 @@ def _table_records(table: dict[str, Any]) -> dict[str, dict[tuple[str, int, floa
             mine, base = entry.get("strategies", {}).get("seeded"), entry.get("strategies", {}).get("lfbo")
             if not mine or not base or mine.get(PROXY_OF) or mine.get("error") or base.get("error"):
                 continue
-            k = (case, int(mine.get("configs_tested", -1)), round(float(mine.get("tuning_seconds", -1)), 1))
+            k = join_key(case, mine.get("configs_tested", -1), mine.get("tuning_seconds", -1))
             out.setdefault(key, {})[k] = (float(mine["tuning_seconds"]), float(base["tuning_seconds"]))
     return out
 
@@ -211,7 +219,7 @@ def patience_reach(rows: list[dict[str, Any]], table: dict[str, Any]) -> dict[st
     4x time bar would survive it.  A table row without a joined log block is counted as not reached
     and named under ``without_log``.
     """
-    by_key = {(r["case"], r["configs"], round(r["seconds"], 1)): r for r in rows}
+    by_key = {join_key(r["case"], r["configs"], r["seconds"]): r for r in rows}
     out: dict[str, Any] = {}
     for run, recs in sorted(_table_records(table).items()):
         reached, untouched, missing, now = [], [], [], []
