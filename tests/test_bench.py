@@ -2095,7 +2095,8 @@ def test_search_paths_reads_where_each_search_stopped_from_its_log_and_joins_its
     store = tmp_path / "store.json"
     store.write_text(json.dumps({"runs": {h200: {"cases": {"p.m:k@medium": rec(139, 78.59412, 1.08)}}}}))
     trial = tmp_path / "trial.json"  # another draw of the same case, and a proxy copy no reader may count
-    trial.write_text(json.dumps({"runs": {h200: {"cases": {"p.m:k@medium": rec(200, 90.0104, 1.0),
+    trial.write_text(json.dumps({"runs": {h200: {"cases": {"p.m:k@medium": rec(200, 90.0104, 1.0,
+                                                                       strategy_limits={"search_stop": {"patience": 2}}),
                                                            "p.m:k@small": rec(99, 50.0, 1.2, proxy_of="H200")}}}}))
 
     doc = collect([tmp_path / "a.log", tmp_path / "b.log", tmp_path / "c.log"], [store, trial])
@@ -2109,23 +2110,41 @@ def test_search_paths_reads_where_each_search_stopped_from_its_log_and_joins_its
     assert gpu["within_case"]["cases_drawn_both_ways"] == 1 and gpu["within_case"]["cases_where_stalled_read_worse"] == 1
     assert rows[1.08]["paths_ended"] == 2 and rows[1.08]["seconds_per_generation"] == 13.0  # [16s] to [42s], 2 generations
     assert rows[1.0]["paths_ended"] == 0
+    assert rows[1.0]["patience"] == 2 and rows[1.08]["patience"] == 0  # read from the record's strategy_limits
+
+
+def test_search_paths_credits_a_record_to_the_first_store_given(tmp_path: Path) -> None:
+    """A trial store holds copies of the table's records: the table's store, given first, is the one named."""
+    from bench.probes.search_paths import _paths, records
+
+    rec = {"configs_tested": 139, "tuning_seconds": 78.5, "vs_lfbo": {"ms": 1.0, "lfbo_ms": 1.0}}
+    doc = json.dumps({"runs": {"H200|v": {"cases": {"p.m:k@medium": {"strategies": {"seeded": rec}}}}}})
+    (tmp_path / "a_trial").mkdir()
+    for path in (tmp_path / "store.json", tmp_path / "a_trial" / "var_x.json"):
+        path.write_text(doc)
+    paths = _paths([str(tmp_path / "store.json"), str(tmp_path / "*" / "var_*.json"), str(tmp_path / "store.json")])
+    assert paths == [tmp_path / "store.json", tmp_path / "a_trial" / "var_x.json"]  # the order given, each once
+    assert [r["store"] for r in records(paths).values()] == [str(tmp_path / "store.json")]
 
 
 def test_search_paths_patience_reach_names_the_table_rows_whose_paths_ended_and_projects_their_cost(tmp_path: Path) -> None:
     """patience_reach: only a row whose logged search ended a path is one a longer patience changes; its cost is projected."""
     from bench.probes.search_paths import PROJECTED_EXTRA_GENERATIONS, draw_order, patience_reach
 
+    h200 = "NVIDIA H200|triton:sm90|helion=1.5.0"
     rows = [{"case": "p.m:k@medium", "configs": 139, "seconds": 78.594, "ratio": 1.08, "paths_ended": 2,
-             "seconds_per_generation": 13.0},
+             "seconds_per_generation": 13.0, "generations_run": 2, "max_generations": 5, "run": h200, "log": "t.log"},
             {"case": "p.m:k@small", "configs": 90, "seconds": 40.0, "ratio": 1.0, "paths_ended": 0,
-             "seconds_per_generation": 3.0},
+             "seconds_per_generation": 3.0, "generations_run": 5, "max_generations": 5, "run": h200, "log": "t.log"},
             {"case": "p.m:k@medium", "configs": 200, "seconds": 90.01, "ratio": 1.0, "paths_ended": 0,  # a trial's draw
-             "seconds_per_generation": 2.8}]
+             "seconds_per_generation": 2.8, "generations_run": 5, "max_generations": 5, "run": h200, "log": "v.log"},
+            {"case": "p.m:k@medium", "configs": 210, "seconds": 99.0, "ratio": 1.02, "paths_ended": 2,  # pat2, H100 proxy
+             "seconds_per_generation": 9.0, "generations_run": 4, "max_generations": 5, "patience": 2,
+             "run": "H100|copy", "proxy_of": h200, "log": "p.log"}]
 
     def entry(configs: int, seconds: float, lfbo_seconds: float) -> dict[str, Any]:
         return {"strategies": {"seeded": {"configs_tested": configs, "tuning_seconds": seconds},
                                "lfbo": {"tuning_seconds": lfbo_seconds}}}
-    h200 = "NVIDIA H200|triton:sm90|helion=1.5.0"
     table = {"runs": {h200: {"cases": {"p.m:k@medium": entry(139, 78.59412, 400.0), "p.m:k@small": entry(90, 40.0, 160.0),
                                        "p.m:k@large": entry(50, 50.0, 200.0)}},  # no log block: not reached, and named
                       "H100|copy": {"proxy_of": h200, "cases": {"p.m:k@medium": entry(139, 78.59412, 400.0)}}}}
@@ -2145,3 +2164,13 @@ def test_search_paths_patience_reach_names_the_table_rows_whose_paths_ended_and_
     for k in PROJECTED_EXTRA_GENERATIONS:  # each ended path: k more generations at half its search's 13 s each
         want = round((400 / (78.59412 + k * 2 * 6.5) * 4 * 4) ** (1 / 3), 3)
         assert got["projected_time_ratio"][f"{k}_more_generations_per_ended_path"] == want
+    # a longer patience's draw of a reached row counts its generations against the table's search of that row;
+    # the draw without patience (v.log) is not one
+    assert got["drawn"] == [{"case": "p.m:k@medium", "card": "H100", "proxy": True, "patience": 2, "ratio": 1.02,
+                             "table_ratio": 1.08, "generations_run": 4, "table_generations_run": 2,
+                             "extra_generations": 2, "paths_ended": 2, "log": "p.log"}]
+    # to the maximum: medium's 3 generations left at its 13 s; as drawn: the 2 the draw ran, at the table's 13 s
+    want_max = round((400 / (78.59412 + 3 * 13.0) * 4 * 4) ** (1 / 3), 3)
+    want_drawn = round((400 / (78.59412 + 2 * 13.0) * 4 * 4) ** (1 / 3), 3)
+    assert got["projected_time_ratio"]["to_max_generations"] == want_max
+    assert got["projected_time_ratio"]["drawn_as_measured_rest_to_max"] == want_drawn

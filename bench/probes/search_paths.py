@@ -32,6 +32,7 @@ import argparse
 import glob
 import json
 import math
+import statistics
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -86,8 +87,10 @@ def records(stores: Iterable[Path]) -> dict[JoinKey, dict[str, Any]]:
                 if not rec or rec.get(PROXY_OF) or not (vs.get("ms") and vs.get("lfbo_ms")):
                     continue
                 k = join_key(case, rec.get("configs_tested", -1), rec.get("tuning_seconds", -1))
+                stop = (rec.get("strategy_limits") or {}).get("search_stop") or {}
                 out.setdefault(k, {"run": key, "store": str(path), "ratio": round(vs["ms"] / vs["lfbo_ms"], 4),
-                                   "seeded_from_shapes": rec.get("seeded_from_shapes")})
+                                   "seeded_from_shapes": rec.get("seeded_from_shapes"),
+                                   "patience": int(stop.get("patience", 0)), "proxy_of": run.get(PROXY_OF)})
     return out
 
 
@@ -211,6 +214,28 @@ def draw_order(reached: list[dict[str, Any]]) -> list[str]:
             for e in sorted(kernels[k], key=lambda e: (shape_rank.get(e["case"].rpartition("@")[2], 3), e["case"]))]
 
 
+def patience_drawn(rows: list[dict[str, Any]], reached: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every logged draw of a longer patience at a reached row, set beside the table's search of that row.
+
+    Why: the projection below guesses how many generations a path that no longer ends runs on; a
+    draw says it.  Generations are counted, not timed, so a proxy draw on another card (an H100
+    against the table's H200) still says how far its search went, while its seconds and its
+    latency ratio are that card's (``proxy``: its ratio is against the table card's `lfbo` pick
+    re-timed there, a screen and never a table row).
+    """
+    out = []
+    for r in sorted(rows, key=lambda r: (r["case"], r["run"], r["seconds"])):
+        table = reached.get(r["case"])
+        if table is None or not r.get("patience") or table is r:
+            continue
+        out.append({"case": r["case"], "card": r["run"].split("|")[0], "proxy": bool(r.get("proxy_of")),
+                    "patience": r["patience"], "ratio": r["ratio"], "table_ratio": table["ratio"],
+                    "generations_run": r["generations_run"], "table_generations_run": table["generations_run"],
+                    "extra_generations": r["generations_run"] - table["generations_run"],
+                    "paths_ended": r["paths_ended"], "log": r["log"]})
+    return out
+
+
 def patience_reach(rows: list[dict[str, Any]], table: dict[str, Any]) -> dict[str, Any]:
     """Which table rows a longer ``search_stop.patience`` changes, and the time ratio it may leave.
 
@@ -218,19 +243,37 @@ def patience_reach(rows: list[dict[str, Any]], table: dict[str, Any]) -> dict[st
     of them; before a GPU draw of it on the table, this says how many rows that is and whether the
     4x time bar would survive it.  A table row without a joined log block is counted as not reached
     and named under ``without_log``.
+
+    Two more projections come from what draws showed (``drawn``; session 52: all 11 rows drawn on
+    the H100 ran to ``max_generations`` or to one short of it): ``to_max_generations`` lets every
+    reached row run its remaining generations at its own logged seconds per generation, and
+    ``drawn_as_measured_rest_to_max`` uses the drawn rows' own extra generations (their mean, where
+    drawn more than once) and the others' remaining ones.
     """
     by_key = {join_key(r["case"], r["configs"], r["seconds"]): r for r in rows}
     out: dict[str, Any] = {}
     for run, recs in sorted(_table_records(table).items()):
         reached, untouched, missing, now = [], [], [], []
-        projected: dict[int, list[float]] = {k: [] for k in PROJECTED_EXTRA_GENERATIONS}
+        reached_rows = {key[0]: by_key[key] for key in recs if key in by_key and by_key[key]["paths_ended"]}
+        drawn = patience_drawn(rows, reached_rows)
+        extra_drawn: dict[str, list[int]] = {}
+        for d in drawn:
+            extra_drawn.setdefault(d["case"], []).append(d["extra_generations"])
+        projected: dict[str, list[float]] = {f"{k}_more_generations_per_ended_path": []
+                                             for k in PROJECTED_EXTRA_GENERATIONS}
+        projected.update(to_max_generations=[], drawn_as_measured_rest_to_max=[])
         for key, (seconds, lfbo_seconds) in sorted(recs.items()):
             row = by_key.get(key)
             now.append(lfbo_seconds / seconds)
-            per_path = (row["seconds_per_generation"] or 0.0) / 2 if row else 0.0
+            per_generation = (row["seconds_per_generation"] or 0.0) if row else 0.0
             ended = row["paths_ended"] if row else 0
-            for k in PROJECTED_EXTRA_GENERATIONS:
-                projected[k].append(lfbo_seconds / (seconds + k * ended * per_path))
+            for k in PROJECTED_EXTRA_GENERATIONS:  # each ended path: k generations at half a generation's seconds
+                projected[f"{k}_more_generations_per_ended_path"].append(
+                    lfbo_seconds / (seconds + k * ended * per_generation / 2))
+            left = (row["max_generations"] or row["generations_run"]) - row["generations_run"] if ended else 0
+            measured = statistics.fmean(extra_drawn[key[0]]) if key[0] in extra_drawn else left
+            projected["to_max_generations"].append(lfbo_seconds / (seconds + left * per_generation))
+            projected["drawn_as_measured_rest_to_max"].append(lfbo_seconds / (seconds + measured * per_generation))
             if row is None:
                 missing.append(key[0])
             entry = {"case": key[0], "ratio": row["ratio"] if row else None, "paths_ended": ended}
@@ -240,14 +283,22 @@ def patience_reach(rows: list[dict[str, Any]], table: dict[str, Any]) -> dict[st
                     "draw_order": draw_order(reached),
                     "reached_over_bar": [e for e in reached if e["ratio"] is not None and e["ratio"] > BAR],
                     "not_reached": untouched,
+                    "drawn": drawn,
                     "time_ratio_now": round(_geomean(now), 3),
-                    "projected_time_ratio": {f"{k}_more_generations_per_ended_path": round(_geomean(v), 3)
-                                             for k, v in projected.items()}}
+                    "projected_time_ratio": {k: round(_geomean(v), 3) for k, v in projected.items()}}
     return out
 
 
 def _paths(patterns: Iterable[str]) -> list[Path]:
-    found = sorted({Path(p) for pat in patterns for p in glob.glob(pat, recursive=True)})
+    """The files the patterns match, in the order the patterns were given (each pattern's matches sorted).
+
+    The order matters: a trial store holds copies of the table's records, and :func:`records` names
+    the first store that holds a record.  Sorted all together, `bench/results/pat2_reach/` came before
+    `bench/results/store.json`, so the table's own rows were credited to a trial store's copy.
+    """
+    found: dict[Path, None] = {}
+    for pat in patterns:
+        found.update((Path(p), None) for p in sorted(glob.glob(pat, recursive=True)))
     return [p for p in found if p.is_file()]
 
 
