@@ -695,6 +695,9 @@ def test_every_reader_of_a_proxy_store_sees_only_its_own_draws_and_none_locks_an
     here["cases"]["p.m:a@small"]["strategies"]["seeded"] = _rec(
         60, 50, 1.1, {"b": [16]}, strategy_limits=LIMITS["seeded"], vs_lfbo={"lfbo_config": lf, "lfbo_ms": 1.0, "ms": 1.04})
     (tmp_path / "proxy.json").write_text(json.dumps(doc))
+    # A fresh machine going on from the committed proxy store (session 52): its draws are kept, nothing is copied again.
+    again, copied_again = proxy_doc(doc, h100, ["p.m:a@small", "p.m:a@medium"])
+    assert again == doc and copied_again == []
     groups = summarise(tmp_path / "proxy.json", today=LIMITS["seeded"])["groups"]
     (drawn,) = [g for label, g in groups.items() if label.startswith(f"{run_key(h100, {})} (against the lfbo picks of ")]
     assert list(drawn["cases"]) == ["p.m:a@small"] and drawn["cases"]["p.m:a@small"]["latency_ratio"] == 1.04
