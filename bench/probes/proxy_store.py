@@ -116,12 +116,13 @@ def main(argv: list[str] | None = None) -> int:
     draw = [c.strip() for c in ns.draw.split(",") if c.strip()]
     source = json.loads(ns.source.read_text())
     doc, copied = proxy_doc(source, here, draw, ns.source_gpu)
+    source_key, source_run_doc = source_run(source, ns.source_gpu)
     Store(ns.out, doc).save()
     if copied:
         print(f"proxy_store: {here['name']} is not the source card: {len(copied)} records copied under its run key, "
               f"each marked proxy_of ({', '.join(copied)}); ratios drawn here are against the source card's lfbo picks "
               f"re-timed on this card", flush=True)
-    elif run_key(here, (src := source_run(source, ns.source_gpu))[1]["versions"]) != src[0]:
+    elif run_key(here, source_run_doc["versions"]) != source_key:
         # session 52: a fresh machine going on from a committed proxy trial store, whose run for this card
         # already holds every record to copy (and the draws made so far, which are kept)
         print(f"proxy_store: {here['name']} already has its proxy run in this store, with every record to copy: "
