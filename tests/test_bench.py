@@ -1640,6 +1640,45 @@ def test_knob_swap_puts_each_of_lfbo_s_knobs_alone_into_the_pick_and_names_what_
     assert (level["mine_here"], level["stored_paired"], level["gap_closed"], level["closes_most"]) == (0.995, 1.086, {}, None)
 
 
+def test_miss_split_tells_misses_the_search_saw_from_those_only_the_judge_saw_and_reads_lfbo_at_a_quarter(
+        tmp_path: Path) -> None:
+    """bench/probes/miss_split.py: which fix a row over the bar needs (reach, or the last choice), from the stores."""
+    from bench.probes.miss_split import kind_of, main
+    from tuning.bench.store import PROXY_OF
+
+    assert kind_of(1.04, 1.2) == "under" and kind_of(1.08, None) == "over, no search reading"
+    assert kind_of(1.08, 1.06) == "over, the search saw it" and kind_of(1.08, 1.0) == "over, only the judge saw it"
+    key = "NVIDIA H200|x"
+    lfbo = {"config": {"b": 0}, "search_best_ms": 1.0,
+            "trajectory": {"entries": 8, "points": [[1, 2.0], [2, 1.2], [5, 1.02], [8, 1.0]]}}
+
+    def seeded(ms: float, best: float, at: str) -> dict[str, Any]:
+        return {"config": {"b": 1}, "search_best_ms": best, "finished_at": at, "configs_tested": 3,
+                "tuning_seconds": 1.0, "vs_lfbo": {"ms": ms, "lfbo_ms": 1.0}}
+
+    def doc(**cases: dict[str, Any]) -> dict[str, Any]:
+        return {"runs": {key: {"cases": {c: {"strategies": {"lfbo": lfbo, "seeded": rec}} for c, rec in cases.items()}}}}
+
+    table = doc(**{"p.m:k@s": seeded(1.08, 1.01, "t1"), "p.m:k@m": seeded(1.0, 1.0, "t2")})
+    trial = doc(**{"p.m:k@s": seeded(1.08, 1.01, "t1"), "p.m:k@m": seeded(1.09, 1.1, "t3")})  # the small is a copy
+    trial["runs"]["H100|x"] = {PROXY_OF: key, **copy.deepcopy(trial["runs"][key])}  # another card's draws: left out
+    paths = []
+    for name, d in (("table.json", table), ("var_a.json", trial)):
+        (tmp_path / name).write_text(json.dumps(d))
+        paths.append(str(tmp_path / name))
+    out = tmp_path / "miss_split.json"
+    assert main(["--table", paths[0], "--stores", str(tmp_path / "var_*.json"), "--out", str(out)]) == 0
+    got = json.loads(out.read_text())
+    assert got["summary"]["draws"] == 3  # the copied small counts once, the H100 run not at all
+    assert got["summary"]["misses_by_case"] == {"p.m:k@m": {"over, the search saw it": 1},
+                                                "p.m:k@s": {"over, only the judge saw it": 1}}
+    # lfbo at a quarter of its 8 configs (config 2) read 1.2x its final best: over the bar on both rows
+    assert got["lfbo_at_quarter"]["p.m:k@s"] == {"configs": 8, "at_quarter": 1.2, "seeded_searched": 1.01,
+                                                 "seeded_configs": 3}
+    assert got["summary"]["lfbo_at_quarter_over_bar"] == ["p.m:k@m", "p.m:k@s"]
+    assert got["summary"]["table_seeded_searched_over_bar"] == []
+
+
 def test_search_repeat_pairs_draws_of_one_search_from_the_same_seeds_and_sets_apart_what_a_finish_moved(
         tmp_path: Path) -> None:
     """bench/probes/search_repeat.py: how far a row moves when the same search runs again from the same seeds."""
