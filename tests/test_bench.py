@@ -1663,7 +1663,7 @@ def test_miss_split_tells_misses_the_search_saw_from_those_only_the_judge_saw_an
     trial = doc(**{"p.m:k@s": seeded(1.08, 1.01, "t1"), "p.m:k@m": seeded(1.09, 1.1, "t3")})  # the small is a copy
     trial["runs"]["H100|x"] = {PROXY_OF: key, **copy.deepcopy(trial["runs"][key])}  # another card's draws: left out
     paths = []
-    for name, d in (("table.json", table), ("var_a.json", trial)):
+    for name, d in (("z_table.json", table), ("var_a.json", trial)):  # the trial sorts first; the copy is still the table's
         (tmp_path / name).write_text(json.dumps(d))
         paths.append(str(tmp_path / name))
     out = tmp_path / "miss_split.json"
@@ -1677,6 +1677,7 @@ def test_miss_split_tells_misses_the_search_saw_from_those_only_the_judge_saw_an
                                                  "seeded_configs": 3}
     assert got["summary"]["lfbo_at_quarter_over_bar"] == ["p.m:k@m", "p.m:k@s"]
     assert got["summary"]["table_seeded_searched_over_bar"] == []
+    assert got["summary"]["table_misses"] == {"p.m:k@s": "over, only the judge saw it"}
 
 
 def test_search_repeat_pairs_draws_of_one_search_from_the_same_seeds_and_sets_apart_what_a_finish_moved(

@@ -112,8 +112,8 @@ def lfbo_at_quarter(table: Mapping[str, Any], run_key: str) -> dict[str, dict[st
     return rows
 
 
-def summary(found: list[dict[str, Any]], quarter: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
-    """Counts over all draws, the misses per case, and the rows each search-clock reading puts over the bar."""
+def summary(found: list[dict[str, Any]], quarter: Mapping[str, Mapping[str, Any]], table_path: str) -> dict[str, Any]:
+    """Counts over all draws, the table's own misses, the misses per case, and the rows each search-clock reading puts over the bar."""
     kinds: dict[str, int] = {}
     per_case: dict[str, dict[str, int]] = {}
     for d in found:
@@ -125,7 +125,8 @@ def summary(found: list[dict[str, Any]], quarter: Mapping[str, Mapping[str, Any]
     def over(key: str) -> list[str]:
         return sorted(c for c, r in quarter.items() if (r.get(key) or 0) > BAR_WORST_LATENCY)
 
-    return {"draws": len(found), "kinds": dict(sorted(kinds.items())),
+    table = {d["case"]: d["kind"] for d in found if d["store"] == table_path and d["kind"] != "under"}
+    return {"draws": len(found), "kinds": dict(sorted(kinds.items())), "table_misses": dict(sorted(table.items())),
             "misses_by_case": dict(sorted(per_case.items())),
             "lfbo_at_quarter_over_bar": over("at_quarter"), "table_seeded_searched_over_bar": over("seeded_searched")}
 
@@ -136,14 +137,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--stores", nargs="*", default=[], help="trial stores (globs allowed); the table is read too")
     ap.add_argument("--out", type=Path, help="write the JSON here (default: print it)")
     ns = ap.parse_args(argv)
-    paths = [ns.table] + [Path(p) for pattern in ns.stores for p in (sorted(glob.glob(pattern)) or [pattern])]
-    stores = read_stores(paths)
+    trials = {Path(p) for pattern in ns.stores for p in (sorted(glob.glob(pattern)) or [pattern])} - {ns.table}
+    stores = read_stores([ns.table]) + read_stores(trials)  # the table first: a copied record is credited to it
     table = json.loads(ns.table.read_text())
     run_key = table_run_key(table)
     found = draws(stores, run_key)
     quarter = lfbo_at_quarter(table, run_key)
     result = {"what": __doc__.split("\n\n")[0], "run": run_key, "bar": BAR_WORST_LATENCY,
-              "summary": summary(found, quarter), "lfbo_at_quarter": quarter, "draws": found}
+              "summary": summary(found, quarter, str(ns.table)), "lfbo_at_quarter": quarter, "draws": found}
     text = json.dumps(result, indent=1, sort_keys=True) + "\n"
     if ns.out:
         ns.out.write_text(text)
