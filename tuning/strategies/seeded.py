@@ -188,9 +188,14 @@ SMALL_KERNEL_BELOW_MS = 0.025
 # 110.5 s against 89.7; no fix.  Session 51 on an H100, against the table's lfbo picks
 # (bench/results/proxy_session51): fp8 attention small 0.993 and 1.011, where today's search
 # misses by 8.6-10.3% on every draw: the third generation, which the default never runs, found
-# the better config both times; causal attention medium 1.087, unmoved (same tile as before).  Not
-# adopted yet: it changes the 31 table rows whose search ended a path, and its extra generations
-# may cost the 4x time bar (projected 4.09-4.72x from 5.14x; bench/probes/search_paths.py --table).
+# the better config both times; causal attention medium 1.087, unmoved (same tile as before).
+# Drawn on the H200 on 10 of the 31 table rows it reaches (session 53, bench/results/pat2_reach/,
+# draws.json): on the 9 set beside the table's, latency 1.044 against 1.0476, time 4.887x against
+# 5.794x, 5 rows over 1.05 against 5 (rms_norm small 1.110 -> 0.997, fp8 attention medium 1.030 ->
+# 1.093, both where it ran no more generations than the table's search: the draw's moves).  With
+# gdn large and the two over-bar rows it does not reach, it cannot end with fewer rows over 1.05
+# than the table, so it is not adopted.  Most of the table's misses are ones its search did not see
+# (bench/probes/miss_split.py): a longer search is not their fix.
 # Try it with bench/seeded_variant.py (--set search_stop.patience=2).
 SEARCH_STOP = {"patience": 0}
 
