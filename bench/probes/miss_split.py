@@ -105,8 +105,8 @@ def lfbo_at_quarter(table: Mapping[str, Any], run_key: str) -> dict[str, dict[st
         final = points[-1][1]
         by_then = [best for index, best in points if index <= explored * QUARTER]
         row = {"configs": explored, "at_quarter": round(by_then[-1] / final, 4) if by_then else None}
-        if seeded.get("search_best_ms"):
-            row["seeded_searched"] = round(seeded["search_best_ms"] / final, 4)
+        if seeded.get("search_best_ms"):  # as ``draws`` reads it: against lfbo's search_best_ms, else its trajectory's
+            row["seeded_searched"] = round(seeded["search_best_ms"] / (lfbo.get("search_best_ms") or final), 4)
             row["seeded_configs"] = seeded.get("configs_tested")
         rows[label] = row
     return rows
