@@ -36,6 +36,7 @@ import argparse
 import glob
 import json
 import sys
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -114,20 +115,18 @@ def lfbo_at_quarter(table: Mapping[str, Any], run_key: str) -> dict[str, dict[st
 
 def summary(found: list[dict[str, Any]], quarter: Mapping[str, Mapping[str, Any]], table_path: str) -> dict[str, Any]:
     """Counts over all draws, the table's own misses, the misses per case, and the rows each search-clock reading puts over the bar."""
-    kinds: dict[str, int] = {}
-    per_case: dict[str, dict[str, int]] = {}
+    kinds = Counter(d["kind"] for d in found)
+    per_case: dict[str, Counter[str]] = {}
     for d in found:
-        kinds[d["kind"]] = kinds.get(d["kind"], 0) + 1
         if d["kind"] != "under":
-            per_case.setdefault(d["case"], {}).setdefault(d["kind"], 0)
-            per_case[d["case"]][d["kind"]] += 1
+            per_case.setdefault(d["case"], Counter())[d["kind"]] += 1
 
     def over(key: str) -> list[str]:
         return sorted(c for c, r in quarter.items() if (r.get(key) or 0) > BAR_WORST_LATENCY)
 
     table = {d["case"]: d["kind"] for d in found if d["store"] == table_path and d["kind"] != "under"}
     return {"draws": len(found), "kinds": dict(sorted(kinds.items())), "table_misses": dict(sorted(table.items())),
-            "misses_by_case": dict(sorted(per_case.items())),
+            "misses_by_case": {case: dict(sorted(c.items())) for case, c in sorted(per_case.items())},
             "lfbo_at_quarter_over_bar": over("at_quarter"), "table_seeded_searched_over_bar": over("seeded_searched")}
 
 
@@ -138,8 +137,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, help="write the JSON here (default: print it)")
     ns = ap.parse_args(argv)
     trials = {Path(p) for pattern in ns.stores for p in (sorted(glob.glob(pattern)) or [pattern])} - {ns.table}
-    stores = read_stores([ns.table]) + read_stores(trials)  # the table first: a copied record is credited to it
     table = json.loads(ns.table.read_text())
+    stores = [(str(ns.table), table)] + read_stores(trials)  # the table first: a copied record is credited to it
     run_key = table_run_key(table)
     found = draws(stores, run_key)
     quarter = lfbo_at_quarter(table, run_key)
