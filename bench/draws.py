@@ -36,9 +36,15 @@ from tuning.bench.compare import BAR_LATENCY_GEOMEAN, BAR_TIME_RATIO, BAR_WORST_
 BUDGET_MARK = " (budget "
 
 
-def _identity(case: dict[str, Any]) -> tuple[Any, ...]:
-    """What makes two stores' records one draw: a copied record keeps all of these."""
-    return case.get("finished_at"), case["configs"], case["seconds"], case.get("search_best_ms")
+def draw_identity(case: str, finished_at: Any, configs: int, seconds: float,
+                  search_best_ms: float | None) -> tuple[Any, ...]:
+    """What makes two stores' records one draw: a record copied into another store keeps all of these.
+
+    Shared by every reader that counts draws across stores (this module, ``bench/probes/miss_split.py``),
+    so a copy is never counted twice by one and once by the other.  Seconds are compared at 0.1 s, as
+    ``variant_summary`` reports them.
+    """
+    return case, finished_at, configs, round(seconds, 1), search_best_ms
 
 
 def off_build_order(case: str, row: dict[str, Any], earlier: dict[str, frozenset[str]] | None) -> bool:
@@ -71,7 +77,8 @@ def collect(summaries: list[dict[str, Any]], usual: dict[str, Any],
                 continue
             search = label.partition(BUDGET_MARK)[0]
             for case, row in group["cases"].items():
-                key = (case, *_identity(row))
+                key = draw_identity(case, row.get("finished_at"), row["configs"], row["seconds"],
+                                    row.get("search_best_ms"))
                 if row.get("latency_from") != "same process" or key in seen:
                     continue
                 seen.add(key)

@@ -44,6 +44,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from bench.draws import draw_identity  # noqa: E402
 from bench.probes.judge_repeat import paired_records, read_stores  # noqa: E402
 from tuning.bench.compare import BAR_WORST_LATENCY  # noqa: E402
 from tuning.bench.store import PROXY_OF  # noqa: E402
@@ -80,8 +81,8 @@ def draws(stores: Iterable[tuple[str, Any]], run_key: str) -> list[dict[str, Any
     for path, key, label, name, rec, vs in paired_records(stores):
         if key != run_key or name != STRATEGY:
             continue
-        identity = (label, rec.get("finished_at"), rec.get("configs_tested"), rec.get("tuning_seconds"),
-                    rec.get("search_best_ms"))
+        identity = draw_identity(label, rec.get("finished_at"), rec["configs_tested"], rec["tuning_seconds"],
+                                 rec.get("search_best_ms"))
         if identity in seen:
             continue
         seen.add(identity)
