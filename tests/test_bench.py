@@ -727,6 +727,53 @@ def test_every_reader_of_a_proxy_store_sees_only_its_own_draws_and_none_locks_an
     assert {e["device"] for e in locked} == {"H200"}
 
 
+def test_proxy_screen_sets_a_variant_s_proxy_draws_beside_the_same_card_s_other_draws_and_rules_only_out(
+        tmp_path: Path) -> None:
+    """bench/probes/proxy_screen.py: a screen on another card rules a candidate out on its built-for rows, never in."""
+    from bench.probes.proxy_screen import main, split_label
+    from bench.probes.proxy_store import proxy_doc
+
+    lf = {"b": [64]}
+    h200, h100 = {"name": "H200", "arch": "sm90"}, {"name": "H100", "arch": "sm90"}
+    variant = {**LIMITS["seeded"], "small_kernel_finish": {"finalists": 8}}
+
+    def pick(ms: float, at: str, limits: dict[str, Any]) -> dict[str, Any]:
+        return _rec(60, 50, ms, {"b": [16]}, strategy_limits=limits, finished_at=at,
+                    vs_lfbo={"lfbo_config": lf, "lfbo_ms": 1.0, "ms": ms})
+
+    table = {"format": 1, "runs": {run_key(h200, {}): {"gpu": h200, "versions": {}, "peaks": {}, "cases": {
+        label: {"kernel_id": "p.m:a", "shape_name": label.partition("@")[2],
+                "strategies": {"lfbo": _rec(400, 500, 1.0, lf, shape=shape), "seeded": pick(ms, "t0", LIMITS["seeded"])}}
+        for label, shape, ms in (("p.m:a@small", "f32[4]", 1.11), ("p.m:a@large", "f32[16]", 1.0))}}}}
+
+    def proxy(path: Path, draws: dict[str, tuple[float, str, dict[str, Any]]]) -> None:
+        doc, _ = proxy_doc(table, h100, list(draws))
+        for label, (ms, at, limits) in draws.items():
+            doc["runs"][run_key(h100, {})]["cases"][label]["strategies"]["seeded"] = pick(ms, at, limits)
+        path.write_text(json.dumps(doc))
+
+    (tmp_path / "table.json").write_text(json.dumps(table))
+    proxy(tmp_path / "var_today.json", {"p.m:a@small": (1.03, "t1", LIMITS["seeded"])})  # today's search on the H100
+    trial = tmp_path / "var_trial.json"
+    proxy(trial, {"p.m:a@small": (0.98, "t2", variant), "p.m:a@large": (1.07, "t3", variant)})
+    out = tmp_path / "screen.json"
+    args = ["--trial", str(trial), "--stores", str(tmp_path / "var_*.json"), "--table", str(tmp_path / "table.json"),
+            "--out", str(out)]
+    assert main([*args, "--built-for", "p.m:a@small"]) == 0
+    got = json.loads(out.read_text())
+    (small,) = [row for row in got["cases"].values() if row["case"] == "p.m:a@small"]
+    assert (small["ratio"], small["over"], small["table"]) == (0.98, False, 1.11)
+    assert small["same_card"] == {"today's search": [1.03]} and small["card"] == run_key(h100, {})
+    assert split_label(f"{run_key(h100, {})} (against the lfbo picks of {run_key(h200, {})}): {small['search']}") == (
+        run_key(h100, {}), small["search"])
+    assert got["summary"]["over"] == [f"p.m:a@large [{small['search']}]"]  # over on the H100, but not built for it
+    assert got["summary"]["verdict"].startswith("not ruled out")
+    assert main([*args, "--built-for", "p.m:a@large"]) == 0
+    assert json.loads(out.read_text())["summary"]["verdict"].startswith("ruled out")
+    assert main([*args, "--built-for", "p.m:a@medium"]) == 0  # no draw of the row it was built for: no verdict
+    assert json.loads(out.read_text())["summary"]["built_for_missing"] == ["p.m:a@medium"]
+
+
 def test_variant_summary_sets_a_spread_trial_apart_by_its_budget(tmp_path: Path) -> None:
     """A spread trial (`C:seed=1`) is today's search under another seed, in a copy of the table's store:
     its record must not be summarised together with the table's records it sits beside."""
