@@ -19,7 +19,6 @@ without the budget) and its budget changes (``seed=1`` for a spread draw).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -28,6 +27,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.json_out import emit  # noqa: E402
 from bench.variant_summary import limit_changes, summarise  # noqa: E402
 from tuning.bench.same_search import same_search  # noqa: E402
 from tuning.bench.seeding import build_earlier, declared_labels  # noqa: E402
@@ -258,11 +258,7 @@ def main(argv: list[str] | None = None) -> int:
         narrowed = ns.best_of_two_kernels.split(",")
         result["best_of_two_on_some_kernels"] = {s: best_of_two(draws, table_search, s, narrowed)
                                                  for s in searches if s != table_search}
-    text = json.dumps(result, indent=1, sort_keys=True) + "\n"
-    if ns.out:
-        ns.out.write_text(text)
-    else:
-        sys.stdout.write(text)
+    emit(result, ns.out)
     for s, fig in result["in_place_of_table"].items():
         if fig:
             print(f"{s}: {fig['cases_from_this_search']} of {fig['cases']} cases drawn, {len(fig['cases_unchanged'])} "

@@ -22,6 +22,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.json_out import emit  # noqa: E402
 from tuning.bench.compare import PROXY_NOTE, analyse  # noqa: E402
 from tuning.bench.store import PROXY_OF, own_records  # noqa: E402
 
@@ -120,11 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     ns = ap.parse_args(argv)
     result = {"ratios": "time: lfbo/strategy; latency: strategy/lfbo, same fresh process where recorded",
               "stores": [summarise(p) for p in ns.stores]}
-    text = json.dumps(result, indent=1, sort_keys=True) + "\n"
-    if ns.out:
-        ns.out.write_text(text)
-    else:
-        sys.stdout.write(text)
+    emit(result, ns.out)
     for store in result["stores"]:
         for label, group in store["groups"].items():
             s = group["summary"]

@@ -1561,7 +1561,8 @@ def test_judge_repeat_collects_pairings_made_more_than_once_and_pairs_a_stored_r
     first, copied, again = store(1.06, 1.0, "t0"), store(1.06, 1.0, "t0"), store(1.04, 1.0, "t1")
     lone = {"runs": {"H200|x": {"cases": {"p.m:j@s": store(1.2, 1.0, "t2")["runs"]["H200|x"]["cases"]["p.m:k@s"]}}}}
     (row,) = from_stores([("a.json", first), ("trial.json", copied), ("b.json", again), ("c.json", lone),
-                          ("probe.json", {"rows": []})])
+                          ("probe.json", {"rows": []}), ("preview.json", {"runs": {"H200|x": [{"case": "p.m:k@s"}]}}),
+                          ("proxy.json", store(1.3, 1.0, "t9", proxy_of="H100|x"))])  # another card's copy: not read
     # the copy in the trial store is the same measurement, kept once; a pair paired only once is no row
     assert [r["ratio"] for r in row["readings"]] == [1.06, 1.04] and row["case"] == "p.m:k@s"
     assert row["spread"] == {"pairings": 2, "min": 1.04, "median": 1.05, "max": 1.06, "max_over_min": 1.0192,

@@ -34,6 +34,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from bench.json_out import emit  # noqa: E402
 from bench.probes.judge_repeat import gpu_name, stored_pair  # noqa: E402
 from tuning.bench import BASELINE  # noqa: E402
 
@@ -123,9 +124,9 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(measure_row(case, store, ns.project.resolve(), ns.device))
         except Exception as e:  # noqa: BLE001
             rows.append({"case": case, "error": f"{type(e).__name__}: {e}"[:1500]})
-        ns.out.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+        emit(doc, ns.out)
         print(json.dumps(rows[-1].get("times", rows[-1].get("error"))), case, flush=True)
-    ns.out.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    emit(doc, ns.out)
     return 0
 
 

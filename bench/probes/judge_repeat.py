@@ -39,9 +39,11 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from bench.json_out import emit  # noqa: E402
 from tuning.bench import BASELINE  # noqa: E402
 from tuning.bench.compare import BAR_WORST_LATENCY, right_after_search  # noqa: E402
 from tuning.bench.judge import measure_request  # noqa: E402
+from tuning.bench.store import PROXY_OF  # noqa: E402
 
 Measure = Callable[[dict[str, Any], float], dict[str, Any]]
 
@@ -74,16 +76,23 @@ def paired_records(stores: Iterable[tuple[str, Any]]) -> Iterator[tuple[str, str
     """(store path, run key, case label, strategy, record, its ``vs_lfbo``) for each non-`lfbo` record paired with `lfbo`'s pick in one process.
 
     One walk over the stores for every probe that reads pairings; a file that is not a bench store
-    (a probe's output, a summary) is passed over.
+    (a probe's output, a summary) is passed over, and so is a record a proxy run copied from another
+    card (``proxy_of``): its pairing was made on that card, so read under this card's run key it
+    would set another card's reading beside this card's (session 54: mamba2 small's H200 1.115 beside
+    two H100 readings).
     """
     for path, doc in stores:
         runs = doc.get("runs") if isinstance(doc, Mapping) else None
         if not isinstance(runs, Mapping):
             continue
         for key, run in runs.items():
+            if not isinstance(run, Mapping):  # a probe's output keyed by run (scaled_tiles_preview.json): not a store
+                continue
             for label, case in run.get("cases", {}).items():
                 for name, rec in case.get("strategies", {}).items():
                     vs = rec.get("vs_lfbo") or {}
+                    if rec.get(PROXY_OF):  # another card's pick copied into a proxy run as a seed: not read here
+                        continue
                     if name != BASELINE and rec.get("config") and vs.get("ms") and vs.get("lfbo_ms"):
                         yield path, key, label, name, rec, vs
 
@@ -228,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
         rows = from_stores(docs)
         doc = _document(rows, "pairs the bench paired in more than one fresh process, from its stores (no new GPU run)",
                         stores_read=sum(isinstance(d, dict) and isinstance(d.get("runs"), dict) for _, d in docs))
-        ns.out.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+        emit(doc, ns.out)
         print(f"{doc['pairs']} pairs paired more than once; max/min: median {doc['median_max_over_min']}, "
               f"worst {doc['worst_max_over_min']}", file=sys.stderr)
         return 0
@@ -243,7 +252,7 @@ def main(argv: list[str] | None = None) -> int:
             "the order alternating; the spread includes the stored pairing")
 
     def save() -> None:
-        ns.out.write_text(json.dumps(_document(rows, what, **meta), indent=1, sort_keys=True) + "\n")
+        emit(_document(rows, what, **meta), ns.out)
 
     save()
     try:

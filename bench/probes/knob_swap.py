@@ -40,6 +40,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from bench.json_out import emit  # noqa: E402
 from bench.probes.judge_repeat import Measure, add_judge_options, alternating_judges, gpu_name, stored_pair  # noqa: E402
 from tuning.bench import BASELINE  # noqa: E402
 from tuning.bench.judge import measure_request  # noqa: E402
@@ -251,7 +252,7 @@ def main(argv: list[str] | None = None) -> int:
            "rounds": ns.rounds, "rows": rows}
 
     def save() -> None:
-        ns.out.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+        emit(doc, ns.out)
 
     try:
         with alternating_judges() as measure:

@@ -34,6 +34,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from bench.json_out import emit  # noqa: E402
 from tuning.bench.compare import hit_seconds_cap  # noqa: E402
 from tuning.bench.judge import measure_request  # noqa: E402
 from tuning.bench.noise_floor import apart  # noqa: E402
@@ -118,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     out = {"what": "two lfbo draws per case (other random seeds), re-timed interleaved in one fresh process",
            "versions": toolchain_versions(), "rows": rows,
            "worst_apart": round(max(apart(x) for x in ratios), 4) if ratios else None}
-    ns.out.write_text(json.dumps(out, indent=1, sort_keys=True) + "\n")
+    emit(out, ns.out)
     for r in rows:
         print(r["case"], r.get("second_over_first", r.get("error")), file=sys.stderr)
     return 0 if ratios and len(ratios) == len(rows) else 1

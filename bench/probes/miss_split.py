@@ -44,6 +44,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from bench.json_out import emit  # noqa: E402
 from bench.draws import draw_identity  # noqa: E402
 from bench.probes.judge_repeat import paired_records, read_stores  # noqa: E402
 from tuning.bench.compare import BAR_WORST_LATENCY  # noqa: E402
@@ -145,11 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     quarter = lfbo_at_quarter(table, run_key)
     result = {"what": __doc__.split("\n\n")[0], "run": run_key, "bar": BAR_WORST_LATENCY,
               "summary": summary(found, quarter, str(ns.table)), "lfbo_at_quarter": quarter, "draws": found}
-    text = json.dumps(result, indent=1, sort_keys=True) + "\n"
-    if ns.out:
-        ns.out.write_text(text)
-    else:
-        sys.stdout.write(text)
+    emit(result, ns.out)
     s = result["summary"]
     print(f"{s['draws']} seeded draws under {run_key}: {s['kinds']}", file=sys.stderr)
     print(f"lfbo after a quarter of its configs, over 1.05 of its final best on {len(s['lfbo_at_quarter_over_bar'])} "

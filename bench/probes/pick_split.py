@@ -51,6 +51,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from bench.json_out import emit  # noqa: E402
 from bench.probes.judge_repeat import paired_records, read_stores  # noqa: E402
 from tuning.bench.compare import BAR_WORST_LATENCY, descriptor_count  # noqa: E402
 
@@ -181,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
            "picks": sum(len(r["picks"]) for r in rows), "readings": sum(p["readings"] for r in rows for p in r["picks"]),
            "separates": separated, "lfbo_knob_ahead_where_picks_over_bar": over,
            "seed_tile_kept_where_picks_over_bar": kept, "rows": rows}
-    ns.out.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    emit(doc, ns.out)
     print(f"pick_split: {len(rows)} cases, {len(separated)} separate by indexing: "
           + ", ".join(f"{c} ({s})" for c, s in sorted(separated.items())))
     print(f"pick_split: lfbo's value of a knob puts the picks ahead, where some are over {BAR_WORST_LATENCY}: "

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import glob
-import json
 import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -37,6 +36,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from bench.json_out import emit  # noqa: E402
 from bench.draws import draw_identity  # noqa: E402
 from bench.variant_summary import summarise  # noqa: E402
 from tuning.bench.compare import BAR_WORST_LATENCY  # noqa: E402
@@ -122,11 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     ns = ap.parse_args(argv)
     others = [summarise(Path(p)) for p in sorted(glob.glob(ns.stores)) if Path(p).resolve() != ns.trial.resolve()]
     result = screen(summarise(ns.trial), others, summarise(ns.table), ns.built_for)
-    text = json.dumps(result, indent=1, sort_keys=True) + "\n"
-    if ns.out:
-        ns.out.write_text(text)
-    else:
-        sys.stdout.write(text)
+    emit(result, ns.out)
     for name, row in result["cases"].items():
         today = row["same_card"].get(TODAY)
         print(f"{row['case']}: {row['ratio']:.4f}{' OVER' if row['over'] else ''} (today's search on this card: "

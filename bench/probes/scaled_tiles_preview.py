@@ -26,6 +26,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from bench.json_out import emit  # noqa: E402
 from tuning.bench.seeding import BuildSeeds, seed_shapes  # noqa: E402
 from tuning.strategies.seed_variants import scaled_tile_variants, tile_directions  # noqa: E402
 
@@ -62,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     out = {"what": __doc__.split("\n\n")[0], "store": str(ns.store), "scaled_tiles": 1,
            "bounds": "not applied (Helion's per-shape block-size bounds; see the docstring)",
            "reaches_lfbo_tile": reach, "runs": runs}
-    ns.out.write_text(json.dumps(out, indent=1, sort_keys=True) + "\n")
+    emit(out, ns.out)
     slots = sum(len(r["variants"]) for rows in runs.values() for r in rows)
     print(f"scaled_tiles_preview: {sum(len(r) for r in runs.values())} seeded rows, {slots} variants in all; "
           f"one is lfbo's tile on {len(reach)}: {', '.join(reach)}")

@@ -38,6 +38,8 @@ from typing import Any, Callable
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from bench.json_out import emit  # noqa: E402
+
 
 def gpu_state() -> str | None:
     """SM clock, power and temperature now, or None where nvidia-smi is absent (CPU dry runs)."""
@@ -140,7 +142,7 @@ def main() -> int:
         doc["cases"][label] = probe(case, records, ns.rounds, ns.device)
         print(label, json.dumps(doc["cases"][label]["search_over_shipped"]), json.dumps(doc["cases"][label]["median_ms"]),
               flush=True)
-        ns.out.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+        emit(doc, ns.out)
     return 0
 
 

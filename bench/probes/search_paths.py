@@ -41,6 +41,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from bench.json_out import emit  # noqa: E402
 from bench.seeded_phases import parse, phases  # noqa: E402
 from tuning.bench.compare import BAR_WORST_LATENCY, geomean  # noqa: E402
 from tuning.bench.store import PROXY_OF  # noqa: E402
@@ -312,7 +313,7 @@ def main(argv: list[str] | None = None) -> int:
     doc = collect(_paths(ns.logs), _paths(ns.stores))
     if ns.table:
         doc["patience_reach"] = patience_reach(doc["rows"], json.loads(ns.table.read_text()))
-    ns.out.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    emit(doc, ns.out)
     print(json.dumps({"searches": doc["searches"], "by_gpu": doc["by_gpu"], "patience_reach": doc.get("patience_reach")},
                      indent=1))
     return 0

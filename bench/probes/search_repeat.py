@@ -35,6 +35,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from bench.json_out import emit  # noqa: E402
 from bench.probes.judge_repeat import paired_records, read_stores, spread  # noqa: E402
 from tuning.bench import BASELINE  # noqa: E402
 from tuning.bench.compare import BAR_WORST_LATENCY  # noqa: E402
@@ -108,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     docs = read_stores(ns.stores)
     doc = document(collect(docs, ns.strategy, ns.finish_within), strategy=ns.strategy,
                    finish_within=ns.finish_within, stores=[p for p, _ in docs])
-    ns.out.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    emit(doc, ns.out)
     print(f"{doc['rows_counted']} cases drawn more than once from the same seeds; max/min: median "
           f"{doc['median_max_over_min']}, worst {doc['worst_max_over_min']}; moved over 5%: "
           f"{len(doc['rows_moved_over_5pct'])}; on both sides of {BAR_WORST_LATENCY}: "

@@ -28,6 +28,8 @@ from typing import Any, Callable
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from bench.json_out import emit  # noqa: E402
+
 
 def timers() -> dict[str, Callable[[Callable[[], Any]], float]]:
     import torch
@@ -99,7 +101,7 @@ def main() -> int:
         records = {n: r for n, r in records.items() if r.get("source_hash") == case.source_hash}
         doc["cases"][label] = probe(case, records, ns.rounds)
         print(label, json.dumps(doc["cases"][label]["ratio_vs_lfbo"]), flush=True)
-        ns.out.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+        emit(doc, ns.out)
     return 0
 
 
