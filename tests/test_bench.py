@@ -727,6 +727,43 @@ def test_every_reader_of_a_proxy_store_sees_only_its_own_draws_and_none_locks_an
     assert {e["device"] for e in locked} == {"H200"}
 
 
+def test_after_calls_files_each_call_s_own_log_part_and_merges_every_call_s_store(tmp_path: Path) -> None:
+    """bench/after_calls.py: a warm call's log repeats the earlier calls'; a fresh call's store lacks their rows."""
+    from bench.after_calls import main
+
+    def store_doc(*cases: tuple[str, str]) -> dict[str, Any]:
+        return {"format": 1, "runs": {"H200|x": {"gpu": {"name": "H200"}, "versions": {}, "peaks": None, "cases": {
+            label: {"kernel_id": label.partition("@")[0], "shape_name": label.partition("@")[2],
+                    "strategies": {"seeded": _rec(10, 20, 1.0, {"b": [16]}, finished_at=at)}} for label, at in cases}}}}
+
+    def call(name: str, log: str, *cases: tuple[str, str]) -> Path:
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "var_v.json").write_text(json.dumps(store_doc(*cases)))
+        (folder / "var_v.log").write_text(log)
+        (folder / "gpu.txt").write_text("NVIDIA H200\n")
+        return folder
+
+    one = "== variants v 2026-01-01T00:00:00Z cases a\nkiln bench: done p.m:k@small seeded: 9 configs\n"
+    two = "== variants v 2026-01-01T00:10:00Z cases a\nkiln bench: done p.m:k@large seeded: 9 configs\n"
+    three = "== variants v 2026-01-01T00:20:00Z cases b\nkiln bench: done p.m:k@medium seeded: 9 configs\n"
+    calls = [call("c1", one, ("p.m:k@small", "t1")),
+             call("c2", one + two, ("p.m:k@small", "t1"), ("p.m:k@large", "t2")),  # warm: goes on from call 1
+             call("c3", three, ("p.m:k@medium", "t3"))]  # a fresh machine: call 2's rows are not in its store
+    dest = tmp_path / "results"
+    dest.mkdir()
+    (dest / "var_v.json").write_text(json.dumps(store_doc(("p.m:j@small", "t0"))))  # committed before: kept
+    assert main(["--name", "v", "--session", "7", "--dest", str(dest), *map(str, calls)]) == 0
+    assert [(dest / f"var_v_s7_c{k}.log").read_text() for k in (1, 2, 3)] == [one, two, three]
+    cases = json.loads((dest / "var_v.json").read_text())["runs"]["H200|x"]["cases"]
+    assert sorted(cases) == ["p.m:j@small", "p.m:k@large", "p.m:k@medium", "p.m:k@small"]
+    assert (dest / "gpu.txt").read_text() == "NVIDIA H200\n"
+    assert json.loads((dest / "summary.json").read_text())["stores"][0]["store"] == str(dest / "var_v.json")
+    assert not (dest / "var_v.json.lock").exists()
+    with pytest.raises(SystemExit, match="no trial store"):
+        main(["--name", "w", "--session", "7", "--dest", str(dest), str(calls[0])])
+
+
 def test_proxy_screen_sets_a_variant_s_proxy_draws_beside_the_same_card_s_other_draws_and_rules_only_out(
         tmp_path: Path) -> None:
     """bench/probes/proxy_screen.py: a screen on another card rules a candidate out on its built-for rows, never in."""
