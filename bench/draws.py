@@ -105,7 +105,11 @@ def in_place_of_table(draws: dict[str, dict[str, list[dict[str, Any]]]], table_s
     ``cases_not_drawn`` names those cases (session 40 planned ``td2``'s last 18 rows from it).
     ``unchanged(case)``: whether ``search`` would run the table's search there (:func:`unchanged_by`);
     those rows are its draws already, and ``cases_left_to_draw`` is what it must still draw before
-    it can be adopted on all of them.
+    it can be adopted on all of them.  ``cases_over_whatever_is_left``: the rows over the worst-case
+    bar among its draws and the rows it leaves as the table's, so the fewest it can end with if every
+    row left lands under the bar; where that is not fewer than the table's own rows over, the search
+    cannot win on that bar, and drawing the rest buys nothing (session 53 worked this out by hand
+    for `pat2`, and stopped after 10 of 31 rows).
     """
     rows_by_case: dict[str, list[dict[str, Any]]] = {}
     for case, by_search in draws.items():
@@ -115,9 +119,11 @@ def in_place_of_table(draws: dict[str, dict[str, list[dict[str, Any]]]], table_s
         rows_by_case[case] = rows
     not_drawn = sorted(case for case, by_search in draws.items() if search not in by_search)
     same = [] if unchanged is None else [case for case in not_drawn if unchanged(case)]
+    left = [case for case in not_drawn if case not in same]
+    figures = _figures(rows_by_case)
     return {"cases": len(rows_by_case), "cases_from_this_search": len(rows_by_case) - len(not_drawn),
-            "cases_not_drawn": not_drawn, "cases_unchanged": same,
-            "cases_left_to_draw": [case for case in not_drawn if case not in same], **_figures(rows_by_case)}
+            "cases_not_drawn": not_drawn, "cases_unchanged": same, "cases_left_to_draw": left, **figures,
+            "cases_over_whatever_is_left": [c for c in figures["cases_over_worst_bar"] if c not in left]}
 
 
 def unchanged_by(limits: dict[str, Any] | None, table_limits: dict[str, Any] | None,
@@ -259,12 +265,17 @@ def main(argv: list[str] | None = None) -> int:
         result["best_of_two_on_some_kernels"] = {s: best_of_two(draws, table_search, s, narrowed)
                                                  for s in searches if s != table_search}
     emit(result, ns.out)
+    table_over = len((result["in_place_of_table"].get(table_search) or {}).get("cases_over_worst_bar", ()))
     for s, fig in result["in_place_of_table"].items():
         if fig:
+            at_least = len(fig["cases_over_whatever_is_left"])
             print(f"{s}: {fig['cases_from_this_search']} of {fig['cases']} cases drawn, {len(fig['cases_unchanged'])} "
                   f"unchanged by it, {len(fig['cases_left_to_draw'])} left to draw; time {fig['geomean_time_ratio']}x, "
                   f"latency {fig['geomean_latency_ratio']}, worst {fig['worst_latency_ratio']}, "
-                  f"{len(fig['cases_over_worst_bar'])} over {BAR_WORST_LATENCY}", file=sys.stderr)
+                  f"{len(fig['cases_over_worst_bar'])} over {BAR_WORST_LATENCY}"
+                  + (f"; at least {at_least} over whatever is left (the table: {table_over})"
+                     + (": it cannot end with fewer" if at_least >= table_over else "")
+                     if s != table_search and fig["cases_left_to_draw"] else ""), file=sys.stderr)
     for s, groups in result["on_shared_rows"].items():
         for name, g in (groups or {}).items():
             a, b = g["table_search"], g["this_search"]

@@ -2067,6 +2067,9 @@ def test_draws_count_the_rows_a_conditional_finish_leaves_unchanged_as_drawn(tmp
     assert fig["cases_not_drawn"] == ["p.m:a@medium", "p.m:b@small"]
     assert fig["cases_unchanged"] == ["p.m:a@medium"]  # its search read 0.05 ms: the finish would not act
     assert fig["cases_left_to_draw"] == ["p.m:b@small"]  # 0.0081 ms: it would, so it must be drawn
+    # the fewest rows over 1.05 it can end with: none among its draw and the row it leaves as the table's
+    assert fig["cases_over_whatever_is_left"] == []
+    assert doc["in_place_of_table"][doc["table_search"]]["cases_over_whatever_is_left"] == ["p.m:a@small"]
     assert doc["in_place_of_table"][doc["table_search"]]["cases_unchanged"] == []
 
     # A case seeded from a shape the finish acts on is not unchanged, though the finish would not act on it
