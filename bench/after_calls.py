@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.json_out import emit  # noqa: E402
-from bench.variant_summary import summarise  # noqa: E402
+from bench.variant_summary import document  # noqa: E402
 from tuning.bench.store import Store, merge_into  # noqa: E402
 
 DONE = re.compile(r"^kiln bench: done (\S+) ")
@@ -89,8 +89,7 @@ def file_calls(calls: Sequence[Path], name: str, session: int, dest: Path) -> di
     cards = [f["gpu"] for f in filed]
     (dest / "gpu.txt").write_text(cards[0] + "\n" if len(set(cards)) == 1 else
                                   "".join(f"call {f['call']}: {f['gpu']}\n" for f in filed))
-    emit({"ratios": "time: lfbo/strategy; latency: strategy/lfbo, same fresh process where recorded",
-          "stores": [summarise(target)]}, dest / "summary.json")
+    emit(document([target]), dest / "summary.json")
     for path in dest.iterdir():
         if path.is_file():
             path.chmod(0o644)

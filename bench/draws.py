@@ -268,14 +268,16 @@ def main(argv: list[str] | None = None) -> int:
     table_over = len((result["in_place_of_table"].get(table_search) or {}).get("cases_over_worst_bar", ()))
     for s, fig in result["in_place_of_table"].items():
         if fig:
-            at_least = len(fig["cases_over_whatever_is_left"])
+            verdict = ""
+            if s != table_search and fig["cases_left_to_draw"]:
+                at_least = len(fig["cases_over_whatever_is_left"])
+                verdict = f"; at least {at_least} over whatever is left (the table: {table_over})"
+                if at_least >= table_over:
+                    verdict += ": it cannot end with fewer"
             print(f"{s}: {fig['cases_from_this_search']} of {fig['cases']} cases drawn, {len(fig['cases_unchanged'])} "
                   f"unchanged by it, {len(fig['cases_left_to_draw'])} left to draw; time {fig['geomean_time_ratio']}x, "
                   f"latency {fig['geomean_latency_ratio']}, worst {fig['worst_latency_ratio']}, "
-                  f"{len(fig['cases_over_worst_bar'])} over {BAR_WORST_LATENCY}"
-                  + (f"; at least {at_least} over whatever is left (the table: {table_over})"
-                     + (": it cannot end with fewer" if at_least >= table_over else "")
-                     if s != table_search and fig["cases_left_to_draw"] else ""), file=sys.stderr)
+                  f"{len(fig['cases_over_worst_bar'])} over {BAR_WORST_LATENCY}{verdict}", file=sys.stderr)
     for s, groups in result["on_shared_rows"].items():
         for name, g in (groups or {}).items():
             a, b = g["table_search"], g["this_search"]

@@ -27,6 +27,17 @@ from tuning.bench.compare import PROXY_NOTE, analyse  # noqa: E402
 from tuning.bench.store import PROXY_OF, own_records  # noqa: E402
 
 
+PROXY_LABEL = " (against the lfbo picks of "  # a proxy run's label: "<this card's run key> (against ... <source>): <search>"
+
+
+def split_label(label: str) -> tuple[str | None, str]:
+    """``(card run key, search)`` of a proxy group's label (:func:`summarise`); ``(None, label)`` for any other group."""
+    if PROXY_LABEL not in label:
+        return None, label
+    key, _, rest = label.partition(PROXY_LABEL)
+    return key, rest.partition("): ")[2]
+
+
 def limit_changes(made: dict[str, Any], today: dict[str, Any], prefix: str = "") -> list[str]:
     """Every leaf of ``made`` that differs from ``today``, as ``table.key=value`` (sorted)."""
     changes: list[str] = []
@@ -93,7 +104,7 @@ def summarise(path: Path, strategy: str = "seeded", today: dict[str, Any] | None
     for key, run in doc["runs"].items():
         prefix = f"{key}: " if len(doc["runs"]) > 1 else ""  # name the GPU and toolchain only where there are several
         if run.get(PROXY_OF):  # bench/probes/proxy_store.py: this card's draws against another card's lfbo picks
-            prefix = f"{key} (against the lfbo picks of {run[PROXY_OF]}): "
+            prefix = f"{key}{PROXY_LABEL}{run[PROXY_OF]}): "
             run = own_records(run)
         analysis = analyse(run, name_of=name_of)
         for row in analysis["rows"]:
@@ -114,13 +125,18 @@ def summarise(path: Path, strategy: str = "seeded", today: dict[str, Any] | None
             "groups": {label: g for label, g in groups.items() if g["cases"]}}
 
 
+def document(paths: list[Path]) -> dict[str, Any]:
+    """What ``summary.json`` holds: each store at ``paths`` summarised, and how its ratios read."""
+    return {"ratios": "time: lfbo/strategy; latency: strategy/lfbo, same fresh process where recorded",
+            "stores": [summarise(p) for p in paths]}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("stores", nargs="+", type=Path)
     ap.add_argument("--out", type=Path, help="write the JSON here (default: print it)")
     ns = ap.parse_args(argv)
-    result = {"ratios": "time: lfbo/strategy; latency: strategy/lfbo, same fresh process where recorded",
-              "stores": [summarise(p) for p in ns.stores]}
+    result = document(ns.stores)
     emit(result, ns.out)
     for store in result["stores"]:
         for label, group in store["groups"].items():

@@ -43,7 +43,7 @@ from bench.json_out import emit  # noqa: E402
 from tuning.bench import BASELINE  # noqa: E402
 from tuning.bench.compare import BAR_WORST_LATENCY, right_after_search  # noqa: E402
 from tuning.bench.judge import measure_request  # noqa: E402
-from tuning.bench.store import PROXY_OF  # noqa: E402
+from tuning.bench.store import own_records  # noqa: E402
 
 Measure = Callable[[dict[str, Any], float], dict[str, Any]]
 
@@ -86,13 +86,11 @@ def paired_records(stores: Iterable[tuple[str, Any]]) -> Iterator[tuple[str, str
         if not isinstance(runs, Mapping):
             continue
         for key, run in runs.items():
-            if not isinstance(run, Mapping):  # a probe's output keyed by run (scaled_tiles_preview.json): not a store
-                continue
-            for label, case in run.get("cases", {}).items():
+            if not isinstance(run, Mapping) or not isinstance(run.get("cases"), Mapping):
+                continue  # a probe's output keyed by run (scaled_tiles_preview.json): not a store
+            for label, case in own_records(run)["cases"].items():  # less another card's picks a proxy run copied
                 for name, rec in case.get("strategies", {}).items():
                     vs = rec.get("vs_lfbo") or {}
-                    if rec.get(PROXY_OF):  # another card's pick copied into a proxy run as a seed: not read here
-                        continue
                     if name != BASELINE and rec.get("config") and vs.get("ms") and vs.get("lfbo_ms"):
                         yield path, key, label, name, rec, vs
 

@@ -44,8 +44,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from bench.json_out import emit  # noqa: E402
 from bench.draws import draw_identity  # noqa: E402
+from bench.json_out import emit  # noqa: E402
 from bench.probes.judge_repeat import paired_records, read_stores  # noqa: E402
 from tuning.bench.compare import BAR_WORST_LATENCY  # noqa: E402
 from tuning.bench.store import PROXY_OF  # noqa: E402

@@ -38,19 +38,10 @@ sys.path.insert(0, str(ROOT))
 
 from bench.json_out import emit  # noqa: E402
 from bench.draws import draw_identity  # noqa: E402
-from bench.variant_summary import summarise  # noqa: E402
+from bench.variant_summary import split_label, summarise  # noqa: E402
 from tuning.bench.compare import BAR_WORST_LATENCY  # noqa: E402
 
 TODAY = "today's search"
-AGAINST = " (against the lfbo picks of "
-
-
-def split_label(label: str) -> tuple[str | None, str]:
-    """``(card run key, search)`` of a proxy group's label; ``(None, label)`` for a group on the store's own card."""
-    if AGAINST not in label:
-        return None, label
-    key, _, rest = label.partition(AGAINST)
-    return key, rest.partition("): ")[2]
 
 
 def proxy_rows(summaries: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
