@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.json_out import emit  # noqa: E402
-from bench.variant_summary import limit_changes, summarise  # noqa: E402
+from bench.variant_summary import limit_changes, split_label, summarise  # noqa: E402
 from tuning.bench.same_search import same_search  # noqa: E402
 from tuning.bench.seeding import build_earlier, declared_labels  # noqa: E402
 from tuning.bench.compare import BAR_LATENCY_GEOMEAN, BAR_TIME_RATIO, BAR_WORST_LATENCY, geomean  # noqa: E402
@@ -45,6 +45,32 @@ def draw_identity(case: str, finished_at: Any, configs: int, seconds: float,
     ``variant_summary`` reports them.
     """
     return case, finished_at, configs, round(seconds, 1), search_best_ms
+
+
+def same_process_draws(summaries: Iterable[dict[str, Any]], proxy: bool
+                       ) -> Iterator[tuple[dict[str, Any], str, str, dict[str, Any]]]:
+    """``(summary, label, case, row)`` of every same-process draw in ``summaries``, each draw once.
+
+    ``proxy`` picks the groups drawn on another card than the table's (``variant_summary.split_label``)
+    or the table's own.  Why one loop: the table's draws (:func:`collect`) and the proxy screen
+    (``bench/probes/proxy_screen.py``) read the same stores with opposite filters, and a copy must be
+    counted once by the same rule in both.  The first summary that holds a draw owns it, so a caller
+    lists the store whose draws it screens first.  Only a same-process ratio is a draw: a latency
+    re-timed in another process drifts with the machine.
+    """
+    seen: set[tuple[Any, ...]] = set()
+    for summary in summaries:
+        for label, group in summary["groups"].items():
+            card = split_label(label)[0]
+            if (card is not None) != proxy:
+                continue
+            for case, row in group["cases"].items():
+                key = (card, *draw_identity(case, row.get("finished_at"), row["configs"], row["seconds"],
+                                            row.get("search_best_ms")))
+                if row.get("latency_from") != "same process" or key in seen:
+                    continue
+                seen.add(key)
+                yield summary, label, case, row
 
 
 def off_build_order(case: str, row: dict[str, Any], earlier: dict[str, frozenset[str]] | None) -> bool:
@@ -69,30 +95,21 @@ def collect(summaries: list[dict[str, Any]], usual: dict[str, Any],
     shapes a first build seeds each case from; a draw seeded otherwise is not counted, and is named in
     ``left_out`` when given.
     """
-    seen: set[tuple[Any, ...]] = set()
     draws: dict[str, dict[str, list[dict[str, Any]]]] = {}
-    for summary in summaries:
-        for label, group in summary["groups"].items():
-            if group.get("proxy_note"):  # drawn on another card than the table's: not a draw of a table row
-                continue
-            search = label.partition(BUDGET_MARK)[0]
-            for case, row in group["cases"].items():
-                key = draw_identity(case, row.get("finished_at"), row["configs"], row["seconds"],
-                                    row.get("search_best_ms"))
-                if row.get("latency_from") != "same process" or key in seen:
-                    continue
-                seen.add(key)
-                if earlier is not None and off_build_order(case, row, earlier):
-                    if left_out is not None:
-                        left_out.append({"case": case, "search": search, "store": summary["store"],
-                                         "seeded_from_shapes": row["seeded_from_shapes"],
-                                         "a_first_build_seeds_from": sorted(earlier[case])})
-                    continue
-                draws.setdefault(case, {}).setdefault(search, []).append({
-                    "store": summary["store"],
-                    "budget": ", ".join(limit_changes(row.get("budget") or {}, usual)) or "as the table's",
-                    "latency_ratio": round(row["latency_ratio"], 4), "time_ratio": round(row["time_ratio"], 3),
-                    "configs": row["configs"], "seconds": row["seconds"]})
+    # A proxy group was drawn on another card than the table's: not a draw of a table row.
+    for summary, label, case, row in same_process_draws(summaries, proxy=False):
+        search = label.partition(BUDGET_MARK)[0]
+        if earlier is not None and off_build_order(case, row, earlier):
+            if left_out is not None:
+                left_out.append({"case": case, "search": search, "store": summary["store"],
+                                 "seeded_from_shapes": row["seeded_from_shapes"],
+                                 "a_first_build_seeds_from": sorted(earlier[case])})
+            continue
+        draws.setdefault(case, {}).setdefault(search, []).append({
+            "store": summary["store"],
+            "budget": ", ".join(limit_changes(row.get("budget") or {}, usual)) or "as the table's",
+            "latency_ratio": round(row["latency_ratio"], 4), "time_ratio": round(row["time_ratio"], 3),
+            "configs": row["configs"], "seconds": row["seconds"]})
     return draws
 
 

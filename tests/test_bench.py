@@ -674,7 +674,7 @@ def test_every_reader_of_a_proxy_store_sees_only_its_own_draws_and_none_locks_an
     """A proxy store (bench/probes/proxy_store.py) holds another card's seeded picks copied under this card's run
     key, as seeds: summarised as this card's draws, they would read as draws made here, with that card's ratios;
     and its lfbo copies, locked, would be another card's picks entered as this card's."""
-    from bench.draws import collect
+    from bench.draws import collect, same_process_draws
     from bench.probes.proxy_store import proxy_doc
     from bench.variant_summary import summarise
     from tuning.bench.compare import PROXY_NOTE
@@ -706,6 +706,11 @@ def test_every_reader_of_a_proxy_store_sees_only_its_own_draws_and_none_locks_an
     assert list(source["cases"]) == ["p.m:a@medium"] and "proxy_note" not in source
     # A draw on another card never stands in for a table row.
     assert list(collect([summarise(tmp_path / "proxy.json", today=LIMITS["seeded"])], {})) == ["p.m:a@medium"]
+    # The proxy screen reads the same stores through the same loop with the opposite filter; a copy counts once.
+    twice = [summarise(tmp_path / "proxy.json", today=LIMITS["seeded"])] * 2
+    assert [(case, label.startswith(run_key(h100, {}))) for _, label, case, _ in same_process_draws(twice, proxy=True)] \
+        == [("p.m:a@small", True)]
+    assert [case for _, _, case, _ in same_process_draws(twice, proxy=False)] == ["p.m:a@medium"]
 
     store = Store.load(tmp_path / "proxy.json")
     views = dict(store.runs())

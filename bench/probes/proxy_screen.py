@@ -12,7 +12,7 @@ Each row of ``--trial``'s proxy groups (its screened searches) gets:
 - ``ratio``: its same-process latency ratio on the card (its pick over the table's `lfbo` pick, both
   re-timed in one fresh process there), with its configs, seconds and the shapes it was seeded from;
 - ``same_card``: every other proxy draw of the case on the same card and toolchain, per search, each
-  draw once (``bench/draws.py``'s ``draw_identity``), today's search under ``"today's search"``;
+  draw once (``bench/draws.py``'s ``same_process_draws``), today's search under ``"today's search"``;
 - ``table``: the table's own row (``--table``, today's search) on the table's card.
 
 The summary names the screened rows over the bar, and among the ``--built-for`` rows the ones over it:
@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from bench.json_out import emit  # noqa: E402
-from bench.draws import draw_identity  # noqa: E402
+from bench.draws import same_process_draws  # noqa: E402
 from bench.variant_summary import split_label, summarise  # noqa: E402
 from tuning.bench.compare import BAR_WORST_LATENCY  # noqa: E402
 
@@ -46,24 +46,12 @@ TODAY = "today's search"
 
 def proxy_rows(summaries: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """Every same-process proxy draw in ``summaries`` (``variant_summary.summarise`` output), each draw once."""
-    seen: set[tuple[Any, ...]] = set()
     rows: list[dict[str, Any]] = []
-    for summary in summaries:
-        for label, group in summary["groups"].items():
-            card, search = split_label(label)
-            if card is None:
-                continue
-            for case, row in group["cases"].items():
-                if row.get("latency_from") != "same process":
-                    continue
-                key = (card, search, *draw_identity(case, row.get("finished_at"), row["configs"], row["seconds"],
-                                                     row.get("search_best_ms")))
-                if key in seen:
-                    continue
-                seen.add(key)
-                rows.append({"card": card, "search": search, "case": case, "store": summary["store"],
-                             "ratio": round(row["latency_ratio"], 4), "configs": row["configs"],
-                             "seconds": row["seconds"], "seeded_from_shapes": row.get("seeded_from_shapes")})
+    for summary, label, case, row in same_process_draws(summaries, proxy=True):
+        card, search = split_label(label)
+        rows.append({"card": card, "search": search, "case": case, "store": summary["store"],
+                     "ratio": round(row["latency_ratio"], 4), "configs": row["configs"],
+                     "seconds": row["seconds"], "seeded_from_shapes": row.get("seeded_from_shapes")})
     return rows
 
 
