@@ -114,7 +114,8 @@ def summarise(path: Path, strategy: str = "seeded", today: dict[str, Any] | None
                     **row["ratios"], "configs": rec["configs_tested"], "seconds": round(rec["tuning_seconds"], 1),
                     "search_best_ms": rec.get("search_best_ms"), "lfbo_search_best_ms": base.get("search_best_ms"),
                     "finished_at": rec.get("finished_at"), "budget": rec.get("budget"),
-                    "seeded_from_shapes": rec.get("seeded_from_shapes"), "seeds_from_lock": rec.get("seeds_from_lock")}
+                    "seeded_from_shapes": rec.get("seeded_from_shapes"), "seeds_from_lock": rec.get("seeds_from_lock"),
+                    "finish_changed": ((rec.get("provenance") or {}).get("as_shipped") or {}).get("changed")}
         for label, summary in analysis["strategies"].items():
             if label in groups:
                 groups[label]["summary"] = summary

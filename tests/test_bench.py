@@ -2090,6 +2090,60 @@ def test_draws_count_the_rows_a_conditional_finish_leaves_unchanged_as_drawn(tmp
     assert unchanged_by(finish, LIMITS["seeded"], rows)("p.m:a@large")  # without the build order: its own search only
 
 
+def test_draws_credit_a_finish_only_with_the_rows_it_moved_and_pool_the_rest_with_the_table_s_draws(
+        tmp_path: Path) -> None:
+    """bench/draws.py: where a conditional finish kept the search's own pick, the draw is a draw of the table's
+    search too (session 55: attention small 1.589 to 1.031 under `skf8pc4`, its finish keeping the pick).
+
+    The figure reads both searches on the mean of the table's draw and that one there, so the finish is
+    credited only with the rows it moved: on the small it changed, and on the large seeded from that small.
+    """
+    import copy
+
+    from bench.draws import main as draws_main
+
+    lf = {"b": [64]}
+    finish = {**LIMITS["seeded"], "small_kernel_finish": {"finalists": 8, "below_ms": 0.025}}
+
+    def seeded(ms: float, best: float, limits: dict[str, Any], changed: bool | None = None,
+               shapes: list[str] | None = None) -> dict[str, Any]:
+        extra: dict[str, Any] = {} if changed is None else {"provenance": {"as_shipped": {"changed": changed}}}
+        return {**_rec(50, 80, ms, {"b": [32]}, vs_lfbo={"lfbo_config": lf, "lfbo_ms": 1.0, "ms": ms},
+                       strategy_limits=limits, finished_at=f"t{ms}", search_best_ms=best,
+                       seeded_from_shapes=shapes, **extra),
+                "budget": {"effort": "quick", "seconds": 900, "seed": 0}}
+
+    table = {"p.m:a@small": {"lfbo": _rec(400, 500, 1.0, lf), "seeded": seeded(1.11, 0.0074, LIMITS["seeded"])},
+             "p.m:a@large": {"lfbo": _rec(400, 500, 1.0, lf), "seeded": seeded(1.00, 0.3, LIMITS["seeded"])},
+             "p.m:b@small": {"lfbo": _rec(400, 500, 1.0, lf), "seeded": seeded(1.20, 0.0081, LIMITS["seeded"])}}
+    _store_of(table, tmp_path / "store.json").save()
+    trial = copy.deepcopy(table)
+    trial["p.m:a@small"]["seeded"] = seeded(1.01, 0.0075, finish, changed=True)  # the finish moved the pick
+    trial["p.m:a@large"]["seeded"] = seeded(1.06, 0.3, finish, shapes=["small"])  # seeded from that moved pick
+    trial["p.m:b@small"]["seeded"] = seeded(1.00, 0.0080, finish, changed=False)  # kept the search's pick
+    _store_of(trial, tmp_path / "var_skf.json").save()
+
+    out = tmp_path / "draws.json"
+    assert draws_main(["--table", str(tmp_path / "store.json"), str(tmp_path / "var_skf.json"), "--out", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    today = doc["table_search"]
+    (trial_search,) = set(doc["in_place_of_table"]) - {today}
+    assert [d["its_finish_moved_it"] for c in ("p.m:a@small", "p.m:a@large", "p.m:b@small")
+            for d in doc["draws"][c][trial_search]] == [True, True, False]
+    assert all("its_finish_moved_it" not in d for by in doc["draws"].values() for d in by[today])
+    # Counted as drawn, it would have one row over where the table has two: b@small's 1.20 to 1.00 is spread.
+    assert doc["in_place_of_table"][trial_search]["cases_over_worst_bar"] == ["p.m:a@large"]
+    fig = doc["where_its_finish_acted"][trial_search]
+    assert fig["cases_its_finish_moved"] == ["p.m:a@large", "p.m:a@small"]
+    assert fig["cases_it_drew_as_the_table_s_search"] == ["p.m:b@small"]
+    pooled = (1.20 * 1.00) ** 0.5
+    assert fig["this_search"]["cases_over_worst_bar"] == ["p.m:a@large", "p.m:b@small"]
+    assert fig["table_search"]["cases_over_worst_bar"] == ["p.m:a@small", "p.m:b@small"]
+    assert fig["this_search"]["geomean_latency_ratio"] == pytest.approx((1.01 * 1.06 * pooled) ** (1 / 3), abs=1e-4)
+    assert fig["table_search"]["geomean_latency_ratio"] == pytest.approx((1.11 * 1.00 * pooled) ** (1 / 3), abs=1e-4)
+    assert list(doc["where_its_finish_acted"]) == [trial_search]  # only a search that differs by a finish
+
+
 def test_draws_leave_out_a_draw_seeded_otherwise_than_a_first_build() -> None:
     """Session 39: a call on a fresh machine lost its trial store, so grouped GEMM small ran cold and large
     from small alone; draws.py must not count them as the variant's draws of those rows."""
