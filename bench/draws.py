@@ -182,10 +182,8 @@ def where_its_finish_acted(draws: dict[str, dict[str, list[dict[str, Any]]]], ta
     kept = sorted(c for c, by in draws.items() if by.get(search) and c not in moved)
     pooled: dict[str, dict[str, list[dict[str, Any]]]] = {}
     for case, by in draws.items():
-        pooled[case] = dict(by)
-        if case in kept:
-            both = [*by.get(table_search, ()), *by[search]]
-            pooled[case] = {**by, table_search: both, search: both}
+        both = [*by.get(table_search, ()), *by.get(search, ())]
+        pooled[case] = {**by, table_search: both, search: both} if case in kept else by
     return {"cases_its_finish_moved": moved, "cases_it_drew_as_the_table_s_search": kept,
             "this_search": in_place_of_table(pooled, table_search, search, unchanged),
             "table_search": in_place_of_table(pooled, table_search, table_search)}

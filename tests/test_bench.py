@@ -367,6 +367,13 @@ def _store_of(cases: dict[str, dict[str, Any]], path: Path) -> Store:
     return Store(path, doc)
 
 
+def _drawn(ms: float, best: float, limits: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    """A `seeded` record paired with `lfbo`'s pick (1.0 ms) in one process, its search's best read ``best`` ms."""
+    return {**_rec(50, 80, ms, {"b": [32]}, vs_lfbo={"lfbo_config": {"b": [64]}, "lfbo_ms": 1.0, "ms": ms},
+                   strategy_limits=limits, finished_at=f"t{ms}", search_best_ms=best, **extra),
+            "budget": {"effort": "quick", "seconds": 900, "seed": 0}}
+
+
 def test_report_says_when_the_fresh_process_saw_far_more_than_the_search_and_where_a_wide_search_settled() -> None:
     """Session 24's attention_causal@small: its search rated its pick 3.8% behind lfbo's best, the fresh
     process 25% (at 0.018 ms, Helion's clock is mostly launch overhead); and a wide search that stood
@@ -2051,10 +2058,7 @@ def test_draws_count_the_rows_a_conditional_finish_leaves_unchanged_as_drawn(tmp
     lf = {"b": [64]}
     finish = {**LIMITS["seeded"], "small_kernel_finish": {"finalists": 8, "below_ms": 0.025}}
 
-    def seeded(ms: float, best: float, limits: dict[str, Any]) -> dict[str, Any]:
-        return {**_rec(50, 80, ms, {"b": [32]}, vs_lfbo={"lfbo_config": lf, "lfbo_ms": 1.0, "ms": ms},
-                       strategy_limits=limits, finished_at=f"t{ms}", search_best_ms=best),
-                "budget": {"effort": "quick", "seconds": 900, "seed": 0}}
+    seeded = _drawn
 
     table = {"p.m:a@medium": {"lfbo": _rec(400, 500, 1.0, lf), "seeded": seeded(1.00, 0.05, LIMITS["seeded"])},
              "p.m:a@small": {"lfbo": _rec(400, 500, 1.0, lf), "seeded": seeded(1.11, 0.0074, LIMITS["seeded"])},
@@ -2108,10 +2112,7 @@ def test_draws_credit_a_finish_only_with_the_rows_it_moved_and_pool_the_rest_wit
     def seeded(ms: float, best: float, limits: dict[str, Any], changed: bool | None = None,
                shapes: list[str] | None = None) -> dict[str, Any]:
         extra: dict[str, Any] = {} if changed is None else {"provenance": {"as_shipped": {"changed": changed}}}
-        return {**_rec(50, 80, ms, {"b": [32]}, vs_lfbo={"lfbo_config": lf, "lfbo_ms": 1.0, "ms": ms},
-                       strategy_limits=limits, finished_at=f"t{ms}", search_best_ms=best,
-                       seeded_from_shapes=shapes, **extra),
-                "budget": {"effort": "quick", "seconds": 900, "seed": 0}}
+        return _drawn(ms, best, limits, seeded_from_shapes=shapes, **extra)
 
     table = {"p.m:a@small": {"lfbo": _rec(400, 500, 1.0, lf), "seeded": seeded(1.11, 0.0074, LIMITS["seeded"])},
              "p.m:a@large": {"lfbo": _rec(400, 500, 1.0, lf), "seeded": seeded(1.00, 0.3, LIMITS["seeded"])},
