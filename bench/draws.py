@@ -111,12 +111,12 @@ def collect(summaries: list[dict[str, Any]], usual: dict[str, Any],
                 "configs": row["configs"], "seconds": row["seconds"]}
         group = summary["groups"][label]
         if CONDITIONAL_FINISHES & set(group.get("limits") or {}):
-            draw["its_finish_moved_it"] = finish_moved(group["cases"], case)
+            draw["its_finish_moved_it"] = moved_by_its_finish(group["cases"], case)
         draws.setdefault(case, {}).setdefault(search, []).append(draw)
     return draws
 
 
-def finish_moved(group_cases: Mapping[str, Mapping[str, Any]], case: str) -> bool:
+def moved_by_its_finish(group_cases: Mapping[str, Mapping[str, Any]], case: str) -> bool:
     """Whether a conditional finish made this draw other than the search before it would have made it.
 
     True where the finish changed the pick on ``case`` itself, or on a shape of the same kernel that
@@ -130,7 +130,7 @@ def finish_moved(group_cases: Mapping[str, Mapping[str, Any]], case: str) -> boo
     if row.get("finish_changed"):
         return True
     kernel = case.rpartition("@")[0]
-    return any(finish_moved(group_cases, f"{kernel}@{shape}") for shape in row.get("seeded_from_shapes") or ()
+    return any(moved_by_its_finish(group_cases, f"{kernel}@{shape}") for shape in row.get("seeded_from_shapes") or ()
                if f"{kernel}@{shape}" in group_cases)
 
 
@@ -170,7 +170,7 @@ def where_its_finish_acted(draws: dict[str, dict[str, list[dict[str, Any]]]], ta
     """``search`` and the table's search in the table's place, both on pooled draws where its finish kept the pick.
 
     For a search that differs from the table's only in a conditional finish: on a case where no draw
-    of it was moved by its finish (:func:`finish_moved`), its draws are draws of the table's search
+    of it was moved by its finish (:func:`moved_by_its_finish`), its draws are draws of the table's search
     too, so both searches are read on the mean of the table's draws and those; where its finish moved
     a draw, it is read on its own draws, and the table on its own.  Why: a count of rows over the bar
     is moved by one lucky or unlucky draw; this figure credits the finish only with the rows it
@@ -310,6 +310,7 @@ def main(argv: list[str] | None = None) -> int:
     limits_of = {label.partition(BUDGET_MARK)[0]: group["limits"] for summary in summaries
                  for label, group in summary["groups"].items()}
     table_group = table["groups"][table_search]
+    unchanged = {s: unchanged_by(limits_of.get(s), table_group["limits"], table_group["cases"], earlier) for s in searches}
     result = {"what": "each case's draws by search (same-process latency ratios, each draw once); each search's "
                       "draws, their mean where several, in place of the table's rows: computed from the stores, "
                       "not measured in one run",
@@ -317,12 +318,10 @@ def main(argv: list[str] | None = None) -> int:
               "bar": {"time_ratio_at_least": BAR_TIME_RATIO, "latency_geomean_at_most": BAR_LATENCY_GEOMEAN,
                       "worst_latency_at_most": BAR_WORST_LATENCY},
               "table": str(ns.table), "table_search": table_search, "stores": [str(p) for p in ns.stores],
-              "in_place_of_table": {s: in_place_of_table(draws, table_search, s, unchanged_by(
-                  limits_of.get(s), table_group["limits"], table_group["cases"], earlier)) for s in searches},
+              "in_place_of_table": {s: in_place_of_table(draws, table_search, s, unchanged[s]) for s in searches},
               "on_shared_rows": {s: on_shared_rows(draws, table_search, s) for s in searches if s != table_search},
               "where_its_finish_acted": {s: fig for s in searches if (fig := where_its_finish_acted(
-                  draws, table_search, s, table_group["limits"], limits_of.get(s), unchanged_by(
-                      limits_of.get(s), table_group["limits"], table_group["cases"], earlier)))},
+                  draws, table_search, s, table_group["limits"], limits_of.get(s), unchanged[s]))},
               "best_of_two": {s: best_of_two(draws, table_search, s) for s in searches if s != table_search},
               "spreads": spreads(draws), "draws": draws,
               "left_out_off_build_order": left_out}

@@ -24,6 +24,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.json_out import emit  # noqa: E402
 from tuning.bench.compare import PROXY_NOTE, analyse  # noqa: E402
+from tuning.bench.same_search import finish_record  # noqa: E402
 from tuning.bench.store import PROXY_OF, own_records  # noqa: E402
 
 
@@ -115,7 +116,7 @@ def summarise(path: Path, strategy: str = "seeded", today: dict[str, Any] | None
                     "search_best_ms": rec.get("search_best_ms"), "lfbo_search_best_ms": base.get("search_best_ms"),
                     "finished_at": rec.get("finished_at"), "budget": rec.get("budget"),
                     "seeded_from_shapes": rec.get("seeded_from_shapes"), "seeds_from_lock": rec.get("seeds_from_lock"),
-                    "finish_changed": ((rec.get("provenance") or {}).get("as_shipped") or {}).get("changed")}
+                    "finish_changed": finish_record(rec).get("changed")}
         for label, summary in analysis["strategies"].items():
             if label in groups:
                 groups[label]["summary"] = summary

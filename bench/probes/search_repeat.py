@@ -39,12 +39,12 @@ from bench.json_out import emit  # noqa: E402
 from bench.probes.judge_repeat import paired_records, read_stores, spread  # noqa: E402
 from tuning.bench import BASELINE  # noqa: E402
 from tuning.bench.compare import BAR_WORST_LATENCY  # noqa: E402
-from tuning.bench.same_search import before_finishes  # noqa: E402
+from tuning.bench.same_search import before_finishes, finish_record  # noqa: E402
 
 
 def finish_moved(record: Mapping[str, Any]) -> float:
     """How much faster the finish's pick read than the search's own, on the finish's clock (1.0: unchanged)."""
-    shipped = (record.get("provenance") or {}).get("as_shipped") or {}
+    shipped = finish_record(record)
     if not shipped.get("changed") or not shipped.get("chosen_ms") or not shipped.get("search_pick_ms"):
         return 1.0
     return round(shipped["search_pick_ms"] / shipped["chosen_ms"], 4)

@@ -66,3 +66,14 @@ def before_finishes(limits: Mapping[str, Any] | None) -> dict[str, Any] | None:
     if limits is None:
         return None
     return {k: v for k, v in limits.items() if k not in CONDITIONAL_FINISHES}
+
+
+def finish_record(record: Mapping[str, Any]) -> Mapping[str, Any]:
+    """What the finish after the search recorded on ``record`` (``provenance.as_shipped``); empty where none ran.
+
+    Both finishes, the small-kernel one and ``as_shipped``, write there (strategies/seeded.py):
+    ``changed`` says whether the pick is the search's own, beside ``chosen_ms`` and ``search_pick_ms``
+    on the finish's clock.  One reader, so the bench scripts that ask whether a finish moved a draw
+    (bench/draws.py, bench/probes/search_repeat.py) read it the same way.
+    """
+    return (record.get("provenance") or {}).get("as_shipped") or {}
