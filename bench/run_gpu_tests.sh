@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# The `gpu`-marked tests (tests/test_gpu.py) on the device machine, from the repository root:
+# the image has torch, triton, pytest, msgpack, rich, filelock and setuptools; helion 1.5.0,
+# filecheck and litellm come as the wheels carried in .whl/ (carry [".whl"]).
+# Usage: bash bench/run_gpu_tests.sh [pytest args...]   (writes $OUT/gpu_tests.log and gpu_tests.xml)
+set -u
+OUT=${OUT:-/tmp/out}; SITE=${BENCH_GPU_SITE:-/tmp/site}; mkdir -p "$OUT"
+if [ ! -d "$SITE/helion" ]; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --target "$SITE" .whl/*.whl .whl/llm/*.whl || exit 1
+fi
+export PYTHONPATH=$SITE PYTHONUNBUFFERED=1
+{ nvidia-smi --query-gpu=name --format=csv,noheader
+  python3 -c "import torch, triton, importlib.metadata as m; print('torch', torch.__version__, 'triton', triton.__version__, 'helion', m.version('helion'), 'litellm', m.version('litellm'))"
+} | tee "$OUT/gpu_tests_env.txt"
+python3 -m pytest -m gpu tests/test_gpu.py -v -p no:cacheprovider --junitxml="$OUT/gpu_tests.xml" "$@" > "$OUT/gpu_tests.log" 2>&1
+rc=$?
+tail -15 "$OUT/gpu_tests.log"
+echo "gpu tests rc=$rc"
+exit $rc
