@@ -14,6 +14,7 @@ They are marked ``gpu`` (deselected by default) and run through the device tool:
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import time
@@ -23,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, clean_env, install, only_wheel, pip_wheel, run_python, sha256
+from conftest import FIXTURES, ROOT, clean_env, install, only_wheel, pip_wheel, run_python, sha256
 
 torch = pytest.importorskip("torch")
 
@@ -89,13 +90,35 @@ def fixed_answer_server(tmp_path: Path) -> Iterator[Callable[[Path], str]]:
         p.wait(timeout=10)
 
 
-def test_pip_wheel_tunes_on_the_gpu_and_the_installed_wheel_runs_its_configs(tinypkg: Path, tmp_path: Path) -> None:
-    name, arch = _gpu()
-    env = clean_env()  # device auto: the CUDA GPU
-    build = pip_wheel(tinypkg, tmp_path / "dist", env)
-    assert "2 to tune" in build.stderr + build.stdout
+# Each case's search is capped (Helion's wall-clock budget), so the module fits one device call.
+CAP = "kiln.seconds=30"
 
-    entries = _entries(tinypkg)
+
+@pytest.fixture(scope="module")
+def gpu_build(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """tinypkg built once with `pip wheel` on this GPU, no LLM configured: (project, wheel)."""
+    root = tmp_path_factory.mktemp("gpu_build")
+    project = root / "tinypkg"
+    shutil.copytree(FIXTURES / "tinypkg", project, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__", "kiln.lock"))
+    build = pip_wheel(project, root / "dist", clean_env(), CAP)  # device auto: the CUDA GPU
+    assert "2 to tune" in build.stderr + build.stdout
+    return project, only_wheel(root / "dist")
+
+
+def _copy_without(project: Path, dest: Path, shape_name: str) -> Path:
+    """A copy of the built project whose lock lacks ``shape_name``'s entry, so one case tunes again."""
+    shutil.copytree(project, dest, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
+    lock = json.loads((dest / "kiln.lock").read_text())
+    lock["entries"] = [e for e in lock["entries"] if e["shape_name"] != shape_name]
+    (dest / "kiln.lock").write_text(json.dumps(lock, indent=2, sort_keys=True) + "\n")
+    return dest
+
+
+def test_pip_wheel_tunes_on_the_gpu_and_the_installed_wheel_runs_its_configs(
+        gpu_build: tuple[Path, Path], tmp_path: Path) -> None:
+    project, wheel = gpu_build
+    name, arch = _gpu()
+    entries = _entries(project)
     assert set(entries) == {"small", "wide"}
     for e in entries.values():
         assert (e["device"], e["arch"]) == (name, arch)
@@ -104,7 +127,7 @@ def test_pip_wheel_tunes_on_the_gpu_and_the_installed_wheel_runs_its_configs(tin
         assert prov["strategy"] == "seeded" and prov["configs_tested"] >= 1 and 0 < prov["ms"] < 1.0
         assert "num_warps" in e["config"]  # a Triton config, not a Pallas one
 
-    wheel = only_wheel(tmp_path / "dist")
+    env = clean_env()
     target = tmp_path / "target"
     install(wheel, target, env)
     res = _resolutions(run_python(RUN_ADD_ON_CUDA.format(target=str(target)), tmp_path, env).stdout)
@@ -115,47 +138,42 @@ def test_pip_wheel_tunes_on_the_gpu_and_the_installed_wheel_runs_its_configs(tin
     assert res[0][2] == entries["small"]["config"] and res[1][2] == entries["wide"]["config"]
 
     # The same lock rebuilds the same bytes, on the GPU machine too: nothing is tuned again.
-    first = sha256(wheel)
-    wheel.unlink()
-    again = pip_wheel(tinypkg, tmp_path / "dist", env)
+    again = pip_wheel(project, tmp_path / "again", env, CAP)
     assert "0 to tune" in again.stderr + again.stdout
-    assert sha256(only_wheel(tmp_path / "dist")) == first
+    assert sha256(only_wheel(tmp_path / "again")) == sha256(wheel)
 
 
 def test_hybrid_build_on_the_gpu_through_litellm_and_an_outage_falls_back(
-        tinypkg: Path, tmp_path: Path, fixed_answer_server: Callable[[Path], str]) -> None:
+        gpu_build: tuple[Path, Path], tmp_path: Path, fixed_answer_server: Callable[[Path], str]) -> None:
     """`hybrid` in a real `pip wheel` on the GPU, its LLM a loopback server with fixed answers (not an LLM).
 
-    The server answers with configs of a lock tuned on this GPU earlier, so the LLM stage has
-    something that compiles here.  A second build whose endpoint is down must still finish, with
-    every case tuned by `seeded` and the reason recorded.  The API key is never written anywhere.
+    The server answers with the configs `gpu_build` tuned on this GPU, so the LLM stage has
+    something that compiles here.  A second build whose endpoint is down must still finish, the
+    case tuned by `seeded` and the reason recorded.  The API key is never written anywhere.
     """
+    built, _ = gpu_build
     name, _ = _gpu()
     env = clean_env(OPENAI_API_KEY=SECRET)
-    pip_wheel(tinypkg, tmp_path / "seed", env)  # no LLM configured: seeded, as above
-    answers = tmp_path / "answers.lock"
-    answers.write_text((tinypkg / "kiln.lock").read_text())
-    (tinypkg / "kiln.lock").unlink()
+    api_base = fixed_answer_server(built / "kiln.lock")
 
-    api_base = fixed_answer_server(answers)
-    build = pip_wheel(tinypkg, tmp_path / "hybrid", env, "kiln.llm_model=openai/fixed-answers",
+    project = _copy_without(built, tmp_path / "hybrid", "wide")
+    build = pip_wheel(project, tmp_path / "hybrid_dist", env, CAP, "kiln.llm_model=openai/fixed-answers",
                       f"kiln.llm_api_base={api_base}", "kiln.llm_log=llm.log")
-    assert "2 to tune" in build.stderr + build.stdout
-    for e in _entries(tinypkg).values():
-        prov = e["provenance"]
-        assert e["device"] == name and prov["strategy"] == "hybrid", prov
-        assert prov["llm"]["model"] == "openai/fixed-answers" and prov["llm"]["accepted"] >= 1, prov["llm"]
-    texts = {"lock": (tinypkg / "kiln.lock").read_text(), "llm log": (tinypkg / "llm.log").read_text(),
+    assert "1 to tune" in build.stderr + build.stdout
+    prov = _entries(project)["wide"]["provenance"]
+    assert _entries(project)["wide"]["device"] == name and prov["strategy"] == "hybrid", prov
+    assert prov["llm"]["model"] == "openai/fixed-answers" and prov["llm"]["accepted"] >= 1, prov["llm"]
+    texts = {"lock": (project / "kiln.lock").read_text(), "llm log": (project / "llm.log").read_text(),
              "build output": build.stdout + build.stderr}
-    with zipfile.ZipFile(only_wheel(tmp_path / "hybrid")) as zf:
+    with zipfile.ZipFile(only_wheel(tmp_path / "hybrid_dist")) as zf:
         texts.update({f"wheel {n}": zf.read(n).decode("latin-1") for n in zf.namelist()})
     assert not [where for where, text in texts.items() if SECRET in text]
 
-    # The endpoint goes down: the build still succeeds, every case tuned offline, the reason kept.
-    (tinypkg / "kiln.lock").unlink()
-    down = pip_wheel(tinypkg, tmp_path / "down", env, "kiln.llm_model=openai/fixed-answers",
+    # The endpoint is down: the build still succeeds, the case tuned offline, the reason kept.
+    project = _copy_without(built, tmp_path / "down", "wide")
+    down = pip_wheel(project, tmp_path / "down_dist", env, CAP, "kiln.llm_model=openai/fixed-answers",
                      "kiln.llm_api_base=http://127.0.0.1:9/v1", "kiln.llm_retries=0", "kiln.llm_timeout=5")
     assert "LLM not usable" in down.stderr + down.stdout
-    for e in _entries(tinypkg).values():
-        assert e["provenance"]["strategy"] == "seeded" and e["provenance"]["fallback"], e["provenance"]
-    assert only_wheel(tmp_path / "down").exists()
+    prov = _entries(project)["wide"]["provenance"]
+    assert prov["strategy"] == "seeded" and prov["fallback"], prov
+    assert only_wheel(tmp_path / "down_dist").exists()
