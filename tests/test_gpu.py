@@ -177,3 +177,73 @@ def test_hybrid_build_on_the_gpu_through_litellm_and_an_outage_falls_back(
     prov = _entries(project)["wide"]["provenance"]
     assert prov["strategy"] == "seeded" and prov["fallback"], prov
     assert only_wheel(tmp_path / "down_dist").exists()
+
+
+# Runs inside the installed target on the GPU: every kernel of the shipped model_kernels at its small shape.
+RUN_MODEL_KERNELS = """
+import sys, json, importlib, tomllib, warnings
+sys.path.insert(0, {target!r})
+import helion.autotuner.base_search as bs
+def _no_search(*a, **k):
+    raise AssertionError("Helion's autotuner search was entered at run time")
+bs.BaseSearch.__init__ = _no_search
+import torch
+import model_kernels
+assert model_kernels.__file__.startswith({target!r}), model_kernels.__file__
+from bench.model_kernels_gpu import build_inputs, compare, reference
+from tuning.runtime import installed
+baked = installed("model_kernels")
+rows = []
+with open({pyproject!r}, "rb") as f:
+    shapes = tomllib.load(f)["tool"]["kiln"]["shapes"]
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    for kernel_id, declared in shapes.items():
+        module, _, name = kernel_id.partition(":")
+        mod = importlib.import_module(module)
+        args = build_inputs(declared["small"], "cuda")
+        out = getattr(mod, name)(*args)
+        torch.cuda.synchronize()
+        res = baked.resolutions[-1]
+        assert res.kernel == kernel_id, (res.kernel, kernel_id)
+        rows.append({{"kernel": kernel_id, "shape": res.shape, "level": res.level_name, "config": res.config,
+                      "ok": compare(out, reference(name, mod, args), name)["ok"]}})
+print("RESULT" + json.dumps({{"rows": rows, "warnings": [str(w.message) for w in caught if "kiln" in str(w.message)]}}))
+"""
+
+
+def test_the_committed_model_kernels_wheel_runs_every_kernel_on_the_gpu_without_search(tmp_path: Path) -> None:
+    """README command 1 on a machine without tuning, then the shipped wheel on this GPU.
+
+    The wheel is baked from the committed kiln.lock (H200 entries).  On an H200 every kernel
+    must run its exact lock config; on another card of the same arch the H200's config, with a
+    warning that says so; on another arch Helion's default config, with a warning.  Each output
+    is checked against the kernel's PyTorch reference, with Helion's search disabled.
+    """
+    project = tmp_path / "repo"
+    shutil.copytree(ROOT, project, ignore=shutil.ignore_patterns(
+        ".git", ".whl", "bench", "tests", "dist", "build", "*.egg-info", "__pycache__", ".ci"))
+    env = clean_env(KILN_DEVICE="none")  # bake from the lock: no tuning, as on a machine without a GPU
+    build = pip_wheel(project, tmp_path / "dist", env)
+    assert "baked 36 entries for 12 kernels into model_kernels" in build.stdout + build.stderr
+    target = tmp_path / "target"
+    install(only_wheel(tmp_path / "dist"), target, env)
+
+    code = RUN_MODEL_KERNELS.format(target=str(target), pyproject=str(ROOT / "pyproject.toml"))
+    line = next(x for x in run_python(code, tmp_path, clean_env()).stdout.splitlines() if x.startswith("RESULT"))
+    result = json.loads(line[len("RESULT"):])
+
+    name, arch = _gpu()
+    lock = json.loads((ROOT / "kiln.lock").read_text())["entries"]
+    cards = {(e["device"], e["arch"]) for e in lock}
+    expected = "exact" if (name, arch) in cards else "same-arch" if arch in {a for _, a in cards} else "default"
+    rows = result["rows"]
+    assert len(rows) == 12 and all(r["ok"] for r in rows), [r for r in rows if not r["ok"]]
+    assert {r["level"] for r in rows} == {expected}, [(r["kernel"], r["level"]) for r in rows]
+    if expected != "default":
+        small = {e["kernel"]: e["config"] for e in lock if e["shape_name"] == "small"}
+        assert all(r["config"] == small[r["kernel"]] for r in rows)
+    if expected == "exact":
+        assert result["warnings"] == []
+    else:
+        assert len(result["warnings"]) == 12 and all(f"on {name}" in w for w in result["warnings"]), result["warnings"]
