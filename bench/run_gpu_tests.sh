@@ -2,7 +2,7 @@
 # The `gpu`-marked tests (tests/test_gpu.py) on the device machine, from the repository root:
 # the image has torch, triton, pytest, msgpack, rich, filelock and setuptools; helion 1.5.0,
 # filecheck and litellm come as the wheels carried in .whl/ (carry [".whl"]).
-# Usage: bash bench/run_gpu_tests.sh [pytest args...]   (writes $OUT/gpu_tests.log and gpu_tests.xml)
+# Usage: bash bench/run_gpu_tests.sh [pytest args...]   (writes $OUT/gpu_tests.log, .xml and .json)
 set -u
 OUT=${OUT:-/tmp/out}; SITE=${BENCH_GPU_SITE:-/tmp/site}; mkdir -p "$OUT"
 if [ ! -d "$SITE/helion" ]; then
@@ -15,5 +15,7 @@ export PYTHONPATH=$SITE PYTHONUNBUFFERED=1
 python3 -m pytest -m gpu tests/test_gpu.py -v -p no:cacheprovider --junitxml="$OUT/gpu_tests.xml" "$@" > "$OUT/gpu_tests.log" 2>&1
 rc=$?
 tail -15 "$OUT/gpu_tests.log"
+C=$(git rev-parse --short HEAD 2>/dev/null); python3 bench/gpu_tests_json.py --xml "$OUT/gpu_tests.xml" --env "$OUT/gpu_tests_env.txt" \
+  ${C:+--commit "$C"} --what "python -m pytest -m gpu tests/test_gpu.py $*" --out "$OUT/gpu_tests.json"
 echo "gpu tests rc=$rc"
 exit $rc
