@@ -20,6 +20,19 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 PALLAS_INTERPRET = {"HELION_BACKEND": "pallas", "HELION_PALLAS_INTERPRET": "1", "HELION_AUTOTUNE_PALLAS_RANK_BY": "wall_time"}
 
 
+# The head of a script run inside an installed target (``.format(target=...)``): it puts the
+# target first on sys.path and makes any entry into Helion's search a failure.
+NO_SEARCH = """
+import sys, json, warnings
+sys.path.insert(0, {target!r})
+import helion.autotuner.base_search as bs
+def _no_search(*a, **k):
+    raise AssertionError("Helion's autotuner search was entered at run time")
+bs.BaseSearch.__init__ = _no_search
+import torch
+"""
+
+
 def clean_env(**extra: str) -> dict[str, str]:
     """The test process's environment minus any KILN_*/HELION_* the developer had set."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("KILN_", "HELION_"))}

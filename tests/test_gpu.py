@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, ROOT, clean_env, install, only_wheel, pip_wheel, run_python, sha256
+from conftest import FIXTURES, NO_SEARCH, ROOT, clean_env, install, only_wheel, pip_wheel, run_python, sha256
 
 torch = pytest.importorskip("torch")
 
@@ -36,14 +36,7 @@ pytestmark = [
 SECRET = "sk-kiln-gpu-test-SECRET4711"
 
 # Runs inside the installed target on the GPU: any entry into Helion's search is a failure.
-RUN_ADD_ON_CUDA = """
-import sys, json
-sys.path.insert(0, {target!r})
-import helion.autotuner.base_search as bs
-def _no_search(*a, **k):
-    raise AssertionError("Helion's autotuner search was entered at run time")
-bs.BaseSearch.__init__ = _no_search
-import torch
+RUN_ADD_ON_CUDA = NO_SEARCH + """
 import tinypkg, tinypkg.ops as ops
 assert tinypkg.__file__.startswith({target!r}), tinypkg.__file__
 for shape in ([64, 128], [32, 256]):
@@ -180,14 +173,8 @@ def test_hybrid_build_on_the_gpu_through_litellm_and_an_outage_falls_back(
 
 
 # Runs inside the installed target on the GPU: every kernel of the shipped model_kernels at its small shape.
-RUN_MODEL_KERNELS = """
-import sys, json, importlib, tomllib, warnings
-sys.path.insert(0, {target!r})
-import helion.autotuner.base_search as bs
-def _no_search(*a, **k):
-    raise AssertionError("Helion's autotuner search was entered at run time")
-bs.BaseSearch.__init__ = _no_search
-import torch
+RUN_MODEL_KERNELS = NO_SEARCH + """
+import importlib, tomllib
 import model_kernels
 assert model_kernels.__file__.startswith({target!r}), model_kernels.__file__
 from bench.model_kernels_gpu import build_inputs, compare, reference

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from conftest import (
+    NO_SEARCH,
     PALLAS_INTERPRET,
     clean_env,
     install,
@@ -25,17 +26,6 @@ from conftest import (
 )
 
 pytest.importorskip("jax", reason="Pallas interpret mode needs jax (pip install -r requirements/test.txt)")
-
-# Runs inside the installed target: any entry into Helion's search is a failure.
-NO_SEARCH = """
-import sys, json, warnings
-sys.path.insert(0, {target!r})
-import helion.autotuner.base_search as bs
-def _no_search(*a, **k):
-    raise AssertionError("Helion's autotuner search was entered at run time")
-bs.BaseSearch.__init__ = _no_search
-import torch
-"""
 
 RUN_ADD = NO_SEARCH + """
 import tinypkg, tinypkg.ops as ops
