@@ -21,6 +21,7 @@ import time
 import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -57,7 +58,8 @@ def _entries(project: Path) -> dict[str, dict]:
     return {e["shape_name"]: e for e in lock["entries"]}
 
 
-def _resolutions(stdout: str) -> list[list]:
+def _result(stdout: str) -> Any:
+    """What a script run in the installed target printed after RESULT."""
     line = next(x for x in stdout.splitlines() if x.startswith("RESULT"))
     return json.loads(line[len("RESULT"):])
 
@@ -123,7 +125,7 @@ def test_pip_wheel_tunes_on_the_gpu_and_the_installed_wheel_runs_its_configs(
     env = clean_env()
     target = tmp_path / "target"
     install(wheel, target, env)
-    res = _resolutions(run_python(RUN_ADD_ON_CUDA.format(target=str(target)), tmp_path, env).stdout)
+    res = _result(run_python(RUN_ADD_ON_CUDA.format(target=str(target)), tmp_path, env).stdout)
     assert [(shape, level) for shape, level, _ in res] == [
         ("f32[64,128], f32[64,128]", "exact"),
         ("f32[32,256], f32[32,256]", "exact"),
@@ -217,8 +219,7 @@ def test_the_committed_model_kernels_wheel_runs_every_kernel_on_the_gpu_without_
     install(only_wheel(tmp_path / "dist"), target, env)
 
     code = RUN_MODEL_KERNELS.format(target=str(target), pyproject=str(ROOT / "pyproject.toml"))
-    line = next(x for x in run_python(code, tmp_path, clean_env()).stdout.splitlines() if x.startswith("RESULT"))
-    result = json.loads(line[len("RESULT"):])
+    result = _result(run_python(code, tmp_path, clean_env()).stdout)
 
     name, arch = _gpu()
     lock = json.loads((ROOT / "kiln.lock").read_text())["entries"]
