@@ -2365,3 +2365,33 @@ def test_search_paths_patience_reach_names_the_table_rows_whose_paths_ended_and_
     want_drawn = round((400 / (78.59412 + 2 * 13.0) * 4 * 4) ** (1 / 3), 3)
     assert got["projected_time_ratio"]["to_max_generations"] == want_max
     assert got["projected_time_ratio"]["drawn_as_measured_rest_to_max"] == want_drawn
+
+
+def test_gpu_tests_json_keeps_card_versions_and_each_outcome(tmp_path: Path) -> None:
+    """bench/run_gpu_tests.sh's record: pytest's JUnit XML has no card or versions, so they come from its env file.
+
+    A run cut by its timeout leaves a nameless <testcase>; it is not a test and must not be counted as one.
+    """
+    import json
+    import subprocess
+    import sys
+
+    xml = tmp_path / "gpu_tests.xml"
+    xml.write_text(
+        '<?xml version="1.0" encoding="utf-8"?><testsuites name="pytest tests"><testsuite name="pytest" errors="0" '
+        'failures="1" skipped="1" tests="3" time="12.5" timestamp="2026-12-06T06:16:15"><testcase classname="tests.test_gpu" '
+        'name="test_a" time="4.25" /><testcase classname="tests.test_gpu" name="test_b" time="3.0"><failure message="x" />'
+        '</testcase><testcase classname="tests.test_gpu" name="test_c" time="0.0"><skipped message="no GPU" /></testcase>'
+        '<testcase time="0.002" /></testsuite></testsuites>')
+    env = tmp_path / "gpu_tests_env.txt"
+    env.write_text("NVIDIA H200\ntorch 2.11.0+cu130 triton 3.6.0 helion 1.5.0 litellm 1.80.0\n")
+    out = tmp_path / "out.json"
+    root = Path(__file__).resolve().parents[1]
+    subprocess.run([sys.executable, str(root / "bench" / "gpu_tests_json.py"), "--xml", str(xml), "--env", str(env),
+                    "--commit", "abc1234", "--session", "56", "--out", str(out)], check=True, cwd=root)
+    doc = json.loads(out.read_text())
+    assert doc["gpu"] == "NVIDIA H200" and doc["commit"] == "abc1234" and doc["session"] == 56
+    assert doc["versions"] == {"torch": "2.11.0+cu130", "triton": "3.6.0", "helion": "1.5.0", "litellm": "1.80.0"}
+    assert (doc["passed"], doc["failed"], doc["skipped"], doc["seconds"]) == (1, 1, 1, 12.5)
+    assert doc["tests"] == {"test_a": {"outcome": "passed", "seconds": 4.25}, "test_b": {"outcome": "failure", "seconds": 3.0},
+                            "test_c": {"outcome": "skipped", "seconds": 0.0}}
