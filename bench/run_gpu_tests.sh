@@ -1,13 +1,11 @@
 #!/usr/bin/env bash
-# The `gpu`-marked tests (tests/test_gpu.py) on the device machine, from the repository root:
-# the image has torch, triton, pytest, msgpack, rich, filelock and setuptools; helion 1.5.0,
-# filecheck and litellm come as the wheels carried in .whl/ (carry [".whl"]).
+# The `gpu`-marked tests (tests/test_gpu.py) on the device machine, from the repository root
+# (helion and litellm from .whl/: bench/device_site.sh).
 # Usage: bash bench/run_gpu_tests.sh [pytest args...]   (writes $OUT/gpu_tests.log, .xml and .json)
 set -u
 OUT=${OUT:-/tmp/out}; SITE=${BENCH_GPU_SITE:-/tmp/site}; mkdir -p "$OUT"
-if [ ! -d "$SITE/helion" ]; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --target "$SITE" .whl/*.whl .whl/llm/*.whl || exit 1
-fi
+. bench/device_site.sh
+install_site "$SITE" || exit 1
 export PYTHONPATH=$SITE PYTHONUNBUFFERED=1
 { nvidia-smi --query-gpu=name --format=csv,noheader
   python3 -c "import torch, triton, importlib.metadata as m; print('torch', torch.__version__, 'triton', triton.__version__, 'helion', m.version('helion'), 'litellm', m.version('litellm'))"

@@ -70,9 +70,8 @@ phase=$1; shift
 # the phases with stub commands in a temporary folder); on the device they stay in /tmp.
 OUT=${OUT:-/tmp/out}; R=${BENCH_GPU_RES:-/tmp/res}; SITE=${BENCH_GPU_SITE:-/tmp/site}; mkdir -p "$OUT" "$R"
 export PYTHONUNBUFFERED=1 BENCH_GPU_RES="$R" BENCH_GPU_SITE="$SITE"
-if [ ! -d "$SITE/helion" ]; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --target "$SITE" .whl/*.whl .whl/llm/*.whl || exit 1
-fi
+. bench/device_site.sh
+install_site "$SITE" || exit 1
 export PYTHONPATH=$SITE:$PWD
 # variant stores and logs, and the lfbo-spread draw's store and log: a call cut mid-draw keeps what it finished.
 # copy_trials NAME...: only those variants' trials. The device brings back 8 files a call, and a warm
