@@ -7,6 +7,9 @@ import os
 import shutil
 import subprocess
 import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -72,6 +75,24 @@ def install(wheel: Path, target: Path, env: dict[str, str]) -> None:
 
 def run_python(code: str, cwd: Path, env: dict[str, str], check: bool = True) -> subprocess.CompletedProcess[str]:
     return run([sys.executable, "-c", code], cwd, env, check=check)
+
+
+@contextmanager
+def fixed_answer_llm(lock: Path, workdir: Path, wait_s: float = 20.0) -> Iterator[str]:
+    """bench/fixed_answer_llm.py serving ``lock``'s configs (not an LLM) on a free loopback port: yields its api_base."""
+    port_file = workdir / "fixed_answer_llm.port"
+    server = subprocess.Popen([sys.executable, str(ROOT / "bench" / "fixed_answer_llm.py"), "--lock", str(lock),
+                               "--port-file", str(port_file)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + wait_s
+        while not (port_file.exists() and port_file.read_text()):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"bench/fixed_answer_llm.py did not start within {wait_s} s")
+            time.sleep(0.05)
+        yield f"http://127.0.0.1:{port_file.read_text()}/v1"
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
 
 
 @pytest.fixture

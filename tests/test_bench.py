@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from conftest import PALLAS_INTERPRET, clean_env, run
+from conftest import PALLAS_INTERPRET, clean_env, fixed_answer_llm, run
 from tuning.bench.compare import analyse, display_name, summary_json
 from tuning.bench.report import ROOF_OVER_ONE, markdown
 from tuning.bench.run import BenchOptions, Engine, run_bench
@@ -1454,22 +1454,11 @@ def test_kiln_bench_hybrid_and_llm_through_the_fixed_answer_server(tinypkg: Path
     secret = "sk-test-FIXEDSECRET789"
     env = clean_env(**PALLAS_INTERPRET, KILN_DEVICE="cpu", OPENAI_API_KEY=secret,
                     HELION_AUTOTUNE_FINAL_REBENCHMARK_TOP_K="3", HELION_AUTOTUNE_FINAL_REBENCHMARK_TARGET_MS="300")
-    port_file = tinypkg / "port"
-    server = subprocess.Popen([sys.executable, str(root / "bench" / "fixed_answer_llm.py"), "--lock", str(lock),
-                               "--port-file", str(port_file)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        for _ in range(200):
-            if port_file.exists() and port_file.read_text():
-                break
-            time.sleep(0.05)
-        api_base = f"http://127.0.0.1:{port_file.read_text()}/v1"
+    with fixed_answer_llm(lock, tinypkg, wait_s=10) as api_base:
         cmd = [sys.executable, "-m", "tuning.cli", "bench", "--cases", "tinypkg.ops:add@small",
                "--strategies", "lfbo,hybrid,llm", "--lfbo-effort", "quick", "--rounds", "2",
                "-C", "llm_model=openai/fixed-answers", "-C", f"llm_api_base={api_base}", "-C", "llm_log=llm.log"]
         run(cmd, tinypkg, env, timeout=600)
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
 
     store_path = tinypkg / "bench" / "results" / "store.json"
     doc = json.loads(store_path.read_text())

@@ -15,17 +15,13 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
-import time
 import zipfile
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from conftest import FIXTURES, NO_SEARCH, ROOT, clean_env, install, only_wheel, pip_wheel, run_python, sha256
+from conftest import FIXTURES, NO_SEARCH, ROOT, clean_env, fixed_answer_llm, install, only_wheel, pip_wheel, run_python, sha256
 
 torch = pytest.importorskip("torch")
 
@@ -62,27 +58,6 @@ def _result(stdout: str) -> Any:
     """What a script run in the installed target printed after RESULT."""
     line = next(x for x in stdout.splitlines() if x.startswith("RESULT"))
     return json.loads(line[len("RESULT"):])
-
-
-@pytest.fixture
-def fixed_answer_server(tmp_path: Path) -> Iterator[Callable[[Path], str]]:
-    """Starts bench/fixed_answer_llm.py (configs from a given lock: not an LLM) and yields its api_base."""
-    procs: list[subprocess.Popen] = []
-
-    def start(lock: Path) -> str:
-        port_file = tmp_path / f"port{len(procs)}"
-        procs.append(subprocess.Popen([sys.executable, str(ROOT / "bench" / "fixed_answer_llm.py"), "--lock", str(lock),
-                                       "--port-file", str(port_file)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-        for _ in range(400):
-            if port_file.exists() and port_file.read_text():
-                return f"http://127.0.0.1:{port_file.read_text()}/v1"
-            time.sleep(0.05)
-        raise AssertionError("bench/fixed_answer_llm.py did not start")
-
-    yield start
-    for p in procs:
-        p.terminate()
-        p.wait(timeout=10)
 
 
 # Each case's search is capped (Helion's wall-clock budget), so the module fits one device call.
@@ -139,7 +114,7 @@ def test_pip_wheel_tunes_on_the_gpu_and_the_installed_wheel_runs_its_configs(
 
 
 def test_hybrid_build_on_the_gpu_through_litellm_and_an_outage_falls_back(
-        gpu_build: tuple[Path, Path], tmp_path: Path, fixed_answer_server: Callable[[Path], str]) -> None:
+        gpu_build: tuple[Path, Path], tmp_path: Path) -> None:
     """`hybrid` in a real `pip wheel` on the GPU, its LLM a loopback server with fixed answers (not an LLM).
 
     The server answers with the configs `gpu_build` tuned on this GPU, so the LLM stage has
@@ -149,11 +124,10 @@ def test_hybrid_build_on_the_gpu_through_litellm_and_an_outage_falls_back(
     built, _ = gpu_build
     name, _ = _gpu()
     env = clean_env(OPENAI_API_KEY=SECRET)
-    api_base = fixed_answer_server(built / "kiln.lock")
-
     project = _copy_without(built, tmp_path / "hybrid", "wide")
-    build = pip_wheel(project, tmp_path / "hybrid_dist", env, CAP, "kiln.llm_model=openai/fixed-answers",
-                      f"kiln.llm_api_base={api_base}", "kiln.llm_log=llm.log")
+    with fixed_answer_llm(built / "kiln.lock", tmp_path) as api_base:
+        build = pip_wheel(project, tmp_path / "hybrid_dist", env, CAP, "kiln.llm_model=openai/fixed-answers",
+                          f"kiln.llm_api_base={api_base}", "kiln.llm_log=llm.log")
     assert "1 to tune" in build.stderr + build.stdout
     prov = _entries(project)["wide"]["provenance"]
     assert _entries(project)["wide"]["device"] == name and prov["strategy"] == "hybrid", prov
