@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from conftest import FIXTURES, NO_SEARCH, ROOT, clean_env, fixed_answer_llm, install, only_wheel, pip_wheel, run_python, sha256
+from tuning import lock as lockfile
 
 torch = pytest.importorskip("torch")
 
@@ -78,9 +79,8 @@ def gpu_build(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 def _copy_without(project: Path, dest: Path, shape_name: str) -> Path:
     """A copy of the built project whose lock lacks ``shape_name``'s entry, so one case tunes again."""
     shutil.copytree(project, dest, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
-    lock = json.loads((dest / "kiln.lock").read_text())
-    lock["entries"] = [e for e in lock["entries"] if e["shape_name"] != shape_name]
-    (dest / "kiln.lock").write_text(json.dumps(lock, indent=2, sort_keys=True) + "\n")
+    path = dest / "kiln.lock"
+    lockfile.save(path, lockfile.Lock.from_entries(e for e in lockfile.load(path).sorted_entries() if e.shape_name != shape_name))
     return dest
 
 
