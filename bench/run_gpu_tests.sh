@@ -13,7 +13,7 @@ export PYTHONPATH=$SITE PYTHONUNBUFFERED=1
 python3 -m pytest -m gpu tests/test_gpu.py -v -p no:cacheprovider --junitxml="$OUT/gpu_tests.xml" "$@" > "$OUT/gpu_tests.log" 2>&1
 rc=$?
 tail -15 "$OUT/gpu_tests.log"
-C=$(git rev-parse --short HEAD 2>/dev/null); python3 bench/gpu_tests_json.py --xml "$OUT/gpu_tests.xml" --env "$OUT/gpu_tests_env.txt" \
+C=$(git rev-parse --short HEAD 2>/dev/null); python3 bench/gpu_tests_json.py --xml "$OUT/gpu_tests.xml" --env "$OUT/gpu_tests_env.txt" --log "$OUT/gpu_tests.log" \
   ${C:+--commit "$C"} --what "python -m pytest -m gpu tests/test_gpu.py $*" --out "$OUT/gpu_tests.json"
 echo "gpu tests rc=$rc"
 exit $rc

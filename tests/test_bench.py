@@ -2374,13 +2374,19 @@ def test_gpu_tests_json_keeps_card_versions_and_each_outcome(tmp_path: Path) -> 
         '<testcase time="0.002" /></testsuite></testsuites>')
     env = tmp_path / "gpu_tests_env.txt"
     env.write_text("NVIDIA H200\ntorch 2.11.0+cu130 triton 3.6.0 helion 1.5.0 litellm 1.80.0\n")
+    log = tmp_path / "gpu_tests.log"
+    log.write_text("collecting ... collected 4 items\n\ntests/test_gpu.py::test_a PASSED [ 25%]\n"
+                   "tests/test_gpu.py::test_b FAILED [ 50%]\ntests/test_gpu.py::test_c SKIPPED [ 75%]\n"
+                   "tests/test_gpu.py::test_d \n!!!! KeyboardInterrupt !!!!\n")
     out = tmp_path / "out.json"
     root = Path(__file__).resolve().parents[1]
     subprocess.run([sys.executable, str(root / "bench" / "gpu_tests_json.py"), "--xml", str(xml), "--env", str(env),
-                    "--commit", "abc1234", "--session", "56", "--out", str(out)], check=True, cwd=root)
+                    "--log", str(log), "--commit", "abc1234", "--session", "56", "--out", str(out)], check=True, cwd=root)
     doc = json.loads(out.read_text())
     assert doc["gpu"] == "NVIDIA H200" and doc["commit"] == "abc1234" and doc["session"] == 56
     assert doc["versions"] == {"torch": "2.11.0+cu130", "triton": "3.6.0", "helion": "1.5.0", "litellm": "1.80.0"}
     assert (doc["passed"], doc["failed"], doc["skipped"], doc["seconds"]) == (1, 1, 1, 12.5)
     assert doc["tests"] == {"test_a": {"outcome": "passed", "seconds": 4.25}, "test_b": {"outcome": "failure", "seconds": 3.0},
-                            "test_c": {"outcome": "skipped", "seconds": 0.0}}
+                            "test_c": {"outcome": "skipped", "seconds": 0.0},
+                            "test_d": {"outcome": "not finished (run cut)", "seconds": None}}
+    assert doc["interrupted"] is True
