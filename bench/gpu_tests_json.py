@@ -10,6 +10,7 @@ has none of them; ``bench/run_gpu_tests.sh`` writes the card and versions to ``g
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import re
 import xml.etree.ElementTree as ET
@@ -55,7 +56,9 @@ def main() -> None:
     ap.add_argument("--env", type=Path, required=True)
     ap.add_argument("--log", type=Path, default=None, help="pytest -v output: names a test the run was cut in")
     ap.add_argument("--what", default="python -m pytest -m gpu tests/test_gpu.py (bench/run_gpu_tests.sh)")
-    ap.add_argument("--commit", default=None)
+    ap.add_argument("--commit", default=None, help="what git reports where the tests ran")
+    ap.add_argument("--hash", type=Path, nargs="*", default=[],
+                    help="files whose sha256 to record: the device's .git can lag the tree it was sent, the hashes cannot")
     ap.add_argument("--session", type=int, default=None)
     ap.add_argument("--out", type=Path, required=True)
     ns = ap.parse_args()
@@ -64,6 +67,8 @@ def main() -> None:
         doc["commit"] = ns.commit
     if ns.session is not None:
         doc["session"] = ns.session
+    if ns.hash:
+        doc["sha256"] = {str(f): hashlib.sha256(f.read_bytes()).hexdigest() for f in ns.hash}
     ns.out.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
 
 

@@ -14,6 +14,6 @@ python3 -m pytest -m gpu tests/test_gpu.py -v -p no:cacheprovider --junitxml="$O
 rc=$?
 tail -15 "$OUT/gpu_tests.log"
 C=$(git rev-parse --short HEAD 2>/dev/null); python3 bench/gpu_tests_json.py --xml "$OUT/gpu_tests.xml" --env "$OUT/gpu_tests_env.txt" --log "$OUT/gpu_tests.log" \
-  ${C:+--commit "$C"} --what "python -m pytest -m gpu tests/test_gpu.py $*" --out "$OUT/gpu_tests.json"
+  ${C:+--commit "$C"} --hash tests/test_gpu.py tests/conftest.py --what "python -m pytest -m gpu tests/test_gpu.py $*" --out "$OUT/gpu_tests.json"
 echo "gpu tests rc=$rc"
 exit $rc

@@ -2361,6 +2361,7 @@ def test_gpu_tests_json_keeps_card_versions_and_each_outcome(tmp_path: Path) -> 
 
     A run cut by its timeout leaves a nameless <testcase>; it is not a test and must not be counted as one.
     """
+    import hashlib
     import json
     import subprocess
     import sys
@@ -2381,7 +2382,8 @@ def test_gpu_tests_json_keeps_card_versions_and_each_outcome(tmp_path: Path) -> 
     out = tmp_path / "out.json"
     root = Path(__file__).resolve().parents[1]
     subprocess.run([sys.executable, str(root / "bench" / "gpu_tests_json.py"), "--xml", str(xml), "--env", str(env),
-                    "--log", str(log), "--commit", "abc1234", "--session", "56", "--out", str(out)], check=True, cwd=root)
+                    "--log", str(log), "--commit", "abc1234", "--session", "56", "--hash", str(env), "--out", str(out)],
+                   check=True, cwd=root)
     doc = json.loads(out.read_text())
     assert doc["gpu"] == "NVIDIA H200" and doc["commit"] == "abc1234" and doc["session"] == 56
     assert doc["versions"] == {"torch": "2.11.0+cu130", "triton": "3.6.0", "helion": "1.5.0", "litellm": "1.80.0"}
@@ -2390,3 +2392,4 @@ def test_gpu_tests_json_keeps_card_versions_and_each_outcome(tmp_path: Path) -> 
                             "test_c": {"outcome": "skipped", "seconds": 0.0},
                             "test_d": {"outcome": "not finished (run cut)", "seconds": None}}
     assert doc["interrupted"] is True
+    assert doc["sha256"] == {str(env): hashlib.sha256(env.read_bytes()).hexdigest()}
