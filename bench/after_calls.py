@@ -10,7 +10,9 @@ header, summarise); this does it the same way every time:
   store already in ``--dest`` merged in by ``finished_at`` (``tuning.bench.store.merge_into``, the
   newest wins), so a call that started from an older store loses nothing;
 - the logs: each call's own part, from the first ``== variants <name>`` header no earlier call's
-  log holds, as ``var_<name>_s<session>_c<K>.log`` (K: the call's place in the arguments, from 1);
+  log holds, as ``var_<name>_s<session>_c<K>.log`` (K: the call's place in the arguments, from 1,
+  or its number in the session's ``calls.log`` given by ``--numbers`` when calls between them ran
+  something else);
 - ``gpu.txt``: the card each call ran on;
 - ``summary.json``: ``bench/variant_summary.py`` of the filed store.
 
@@ -61,8 +63,12 @@ def finished(part: str) -> list[str]:
     return [m.group(1) for m in map(DONE.match, part.splitlines()) if m]
 
 
-def file_calls(calls: Sequence[Path], name: str, session: int, dest: Path) -> dict[str, object]:
+def file_calls(calls: Sequence[Path], name: str, session: int, dest: Path,
+               numbers: Sequence[int] | None = None) -> dict[str, object]:
     """Copy, merge, split and summarise; return what was filed, per call."""
+    numbers = list(numbers) if numbers else list(range(1, len(calls) + 1))
+    if len(numbers) != len(calls) or len(set(numbers)) != len(numbers):
+        raise SystemExit(f"after_calls: --numbers {numbers} must give one distinct number per call ({len(calls)} calls)")
     stores = [c / f"var_{name}.json" for c in calls]
     missing = [str(p) for p in stores if not p.exists()]
     if missing:
@@ -79,7 +85,7 @@ def file_calls(calls: Sequence[Path], name: str, session: int, dest: Path) -> di
     store.lock_path.unlink(missing_ok=True)
     logs = [(c / f"var_{name}.log").read_text() if (c / f"var_{name}.log").exists() else "" for c in calls]
     filed = []
-    for k, (call, part) in enumerate(zip(calls, own_parts(logs, name)), start=1):
+    for k, call, part in zip(numbers, calls, own_parts(logs, name)):
         log = dest / f"var_{name}_s{session}_c{k}.log"
         if part:
             log.write_text(part)
@@ -103,8 +109,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--name", required=True, help="the variant's name in VARIANTS (name=knobs)")
     ap.add_argument("--session", required=True, type=int)
     ap.add_argument("--dest", required=True, type=Path, help="the trial's folder under bench/results/")
+    ap.add_argument("--numbers", type=lambda text: [int(n) for n in text.split(",")], default=None,
+                    help="each call's number in the session, comma-separated (default 1,2,...): "
+                         "names its log var_<name>_s<S>_c<K>.log")
     ns = ap.parse_args(argv)
-    result = file_calls(ns.calls, ns.name, ns.session, ns.dest)
+    result = file_calls(ns.calls, ns.name, ns.session, ns.dest, ns.numbers)
     for call in result["calls"]:
         print(f"call {call['call']} ({call['gpu']}): {call['log'] or 'no log part of its own'}; finished "
               f"{len(call['finished'])}: {', '.join(call['finished']) or '-'}")

@@ -774,6 +774,12 @@ def test_after_calls_files_each_call_s_own_log_part_and_merges_every_call_s_stor
     assert not (dest / "var_v.json.lock").exists()
     with pytest.raises(SystemExit, match="no trial store"):
         main(["--name", "w", "--session", "7", "--dest", str(dest), str(calls[0])])
+    # Calls between them that ran something else (no trial store): the logs keep the session's call numbers.
+    assert main(["--name", "v", "--session", "8", "--dest", str(dest), "--numbers", "1,3", str(calls[0]), str(calls[2])]) == 0
+    assert [(dest / f"var_v_s8_c{k}.log").read_text() for k in (1, 3)] == [one, three]
+    assert not (dest / "var_v_s8_c2.log").exists()
+    with pytest.raises(SystemExit, match="one distinct number per call"):
+        main(["--name", "v", "--session", "8", "--dest", str(dest), "--numbers", "1", str(calls[0]), str(calls[2])])
 
 
 def test_proxy_screen_sets_a_variant_s_proxy_draws_beside_the_same_card_s_other_draws_and_rules_only_out(

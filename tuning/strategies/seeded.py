@@ -167,8 +167,16 @@ FIRST_POPULATION = {"seed_neighbours": 0}
 # pick held descriptors on both draws (session 20: 7 of 7, 1.195; session 44: 3 of 7, 1.099; the
 # other finalists' configs are not recorded), and the pointer seed variants add nothing where the
 # seed is all pointers already (session 40: 1 of 7, 1.079).  Cost, estimated: one compile, one checked run and
-# three CUDA-graph timings per copy, a few seconds for 4.  Not yet drawn on the GPU; try it with
-# bench/seeded_variant.py (--set small_kernel_finish.finalists=8 --set small_kernel_finish.pointer_copies=4).
+# three CUDA-graph timings per copy, a few seconds for 4.  Drawn on the H200 with 8 finalists
+# (``skf8pc4``, sessions 55 and 57, bench/results/skf8pc4/) on all 20 rows it acts on, 5 over 1.05
+# where the table has 6 there; not adopted: on the rows where its finish changed the pick it left as
+# many over 1.05 as the table (bench/draws.py's ``where_its_finish_acted``: 8 against 8).  No copy
+# won on rms_norm small (1.110 again, its 4 pointer copies slower on the finish's clock); fp8
+# attention small went from 1.095 to 1.050, softmax small from 0.999 to 1.062.  Where those misses
+# come from is in the finish's own record: on softmax small it read all 11 finalists within 0.6% of
+# each other, and the judge read the one it kept 6% behind lfbo's pick; rms_norm small 12 within
+# 2.6%, 11% behind.  The search never reached lfbo's region there, and no last choice among its
+# finalists can.
 SMALL_KERNEL_FINISH = {"finalists": 0, "pointer_copies": 0}
 SMALL_KERNEL_BELOW_MS = 0.025
 
