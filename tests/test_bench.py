@@ -401,8 +401,8 @@ def test_report_says_when_the_fresh_process_saw_far_more_than_the_search_and_whe
     P, T = "pointer", "tensor_descriptor"
     tiny = {**rec, "search_best_ms": 0.007424, "config": {"indexing": [T, T, P]}}
     lfbo_tiny = {**base, "search_best_ms": 0.007424, "config": {"indexing": [P, P, P]}}
-    assert ("; its pick reads 2 of 3 accesses through tensor descriptors, lfbo's none (the candidate fix, off: "
-            "seeded's small_kernel_finish.pointer_copies") in shortfall_why(tiny, lfbo_tiny, 1.11)
+    assert ("; its pick reads 2 of 3 accesses through tensor descriptors, lfbo's none (tried on the H200 and not "
+            "adopted (bench/results/skf8pc4/): seeded's small_kernel_finish.pointer_copies") in shortfall_why(tiny, lfbo_tiny, 1.11)
     assert "pointer_copies" not in shortfall_why({**tiny, "search_best_ms": 0.05}, lfbo_tiny, 1.11)  # not a tiny kernel
     assert "pointer_copies" not in shortfall_why(tiny, {**lfbo_tiny, "config": {"indexing": [T, P, P]}}, 1.11)
 
