@@ -196,7 +196,7 @@ def descriptor_count(config: Mapping[str, Any] | None) -> tuple[int, int]:
 
 
 def descriptor_remark(rec: dict[str, Any], base: dict[str, Any]) -> str:
-    """On a tiny kernel whose pick reads some accesses through tensor descriptors where lfbo's reads none: say so, and the fix built.
+    """On a tiny kernel whose pick reads some accesses through tensor descriptors where lfbo's reads none: say so, and the fix tried.
 
     Why in the report: on rms_norm small (H200) every stored pick with even one descriptor read
     1.079-1.195 against lfbo, the two without 1.002 and 1.015 (bench/results/pick_split.json),
@@ -316,7 +316,7 @@ def right_after_search(rec: dict[str, Any], base: dict[str, Any]) -> float | Non
 
 
 def _small_kernel_remark(search_best_ms: float) -> str:
-    """Why the two clocks can disagree on a tiny kernel, and the fix built for it (empty above the threshold)."""
+    """Why the two clocks can disagree on a tiny kernel, and the fix tried for it (empty above the threshold)."""
     if search_best_ms >= SMALL_KERNEL_BELOW_MS:
         return ""
     return (f" (under {SMALL_KERNEL_BELOW_MS} ms, where Helion's clock is mostly launch overhead; {SKF_TRIED}: "
