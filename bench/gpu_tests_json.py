@@ -31,12 +31,13 @@ def summary(xml_path: Path, env_path: Path, log_path: Path | None = None) -> dic
     words = versions_line.split()
     failed = int(suite.get("failures", 0)) + int(suite.get("errors", 0))
     skipped = int(suite.get("skipped", 0))
+    cases = suite.findall("testcase")
     tests = {}
-    for case in suite.findall("testcase"):
+    for case in cases:
         if case.get("name"):
             outcome = next((child.tag for child in case if child.tag in ("failure", "error", "skipped")), "passed")
             tests[case.get("name")] = {"outcome": outcome, "seconds": float(case.get("time", 0))}
-    interrupted = any(not case.get("name") for case in suite.findall("testcase"))
+    interrupted = any(not case.get("name") for case in cases)
     if log_path is not None:
         started = re.findall(r"^tests/\S+::(\w+)", log_path.read_text(), flags=re.M)
         for name in dict.fromkeys(started):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -11,6 +12,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -34,6 +36,17 @@ def _no_search(*a, **k):
 bs.BaseSearch.__init__ = _no_search
 import torch
 """
+
+
+def script_result(stdout: str) -> Any:
+    """What a script run in an installed target printed after ``RESULT`` (its one JSON line)."""
+    line = next(x for x in stdout.splitlines() if x.startswith("RESULT"))
+    return json.loads(line[len("RESULT"):])
+
+
+def lock_entries(project: Path) -> dict[str, dict[str, Any]]:
+    """The project's kiln.lock entries as written, by declared shape name."""
+    return {e["shape_name"]: e for e in json.loads((project / "kiln.lock").read_text())["entries"]}
 
 
 def clean_env(**extra: str) -> dict[str, str]:

@@ -17,11 +17,11 @@ import json
 import shutil
 import zipfile
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from conftest import FIXTURES, NO_SEARCH, ROOT, clean_env, fixed_answer_llm, install, only_wheel, pip_wheel, run_python, sha256
+from conftest import (FIXTURES, NO_SEARCH, ROOT, clean_env, fixed_answer_llm, install, lock_entries, only_wheel, pip_wheel,
+                      run_python, script_result, sha256)
 from tuning import lock as lockfile
 
 torch = pytest.importorskip("torch")
@@ -48,17 +48,6 @@ def _gpu() -> tuple[str, str]:
     """This machine's GPU name and the arch string kiln keys its entries by."""
     major, minor = torch.cuda.get_device_capability()
     return torch.cuda.get_device_name(), f"triton:sm{major}{minor}"
-
-
-def _entries(project: Path) -> dict[str, dict]:
-    lock = json.loads((project / "kiln.lock").read_text())
-    return {e["shape_name"]: e for e in lock["entries"]}
-
-
-def _result(stdout: str) -> Any:
-    """What a script run in the installed target printed after RESULT."""
-    line = next(x for x in stdout.splitlines() if x.startswith("RESULT"))
-    return json.loads(line[len("RESULT"):])
 
 
 # Each case's search is capped (Helion's wall-clock budget), so the module fits one device call.
@@ -88,7 +77,7 @@ def test_pip_wheel_tunes_on_the_gpu_and_the_installed_wheel_runs_its_configs(
         gpu_build: tuple[Path, Path], tmp_path: Path) -> None:
     project, wheel = gpu_build
     name, arch = _gpu()
-    entries = _entries(project)
+    entries = lock_entries(project)
     assert set(entries) == {"small", "wide"}
     for e in entries.values():
         assert (e["device"], e["arch"]) == (name, arch)
@@ -100,7 +89,7 @@ def test_pip_wheel_tunes_on_the_gpu_and_the_installed_wheel_runs_its_configs(
     env = clean_env()
     target = tmp_path / "target"
     install(wheel, target, env)
-    res = _result(run_python(RUN_ADD_ON_CUDA.format(target=str(target)), tmp_path, env).stdout)
+    res = script_result(run_python(RUN_ADD_ON_CUDA.format(target=str(target)), tmp_path, env).stdout)
     assert [(shape, level) for shape, level, _ in res] == [
         ("f32[64,128], f32[64,128]", "exact"),
         ("f32[32,256], f32[32,256]", "exact"),
@@ -129,8 +118,9 @@ def test_hybrid_build_on_the_gpu_through_litellm_and_an_outage_falls_back(
         build = pip_wheel(project, tmp_path / "hybrid_dist", env, CAP, "kiln.llm_model=openai/fixed-answers",
                           f"kiln.llm_api_base={api_base}", "kiln.llm_log=llm.log")
     assert "1 to tune" in build.stderr + build.stdout
-    prov = _entries(project)["wide"]["provenance"]
-    assert _entries(project)["wide"]["device"] == name and prov["strategy"] == "hybrid", prov
+    wide = lock_entries(project)["wide"]
+    prov = wide["provenance"]
+    assert wide["device"] == name and prov["strategy"] == "hybrid", prov
     assert prov["llm"]["model"] == "openai/fixed-answers" and prov["llm"]["accepted"] >= 1, prov["llm"]
     texts = {"lock": (project / "kiln.lock").read_text(), "llm log": (project / "llm.log").read_text(),
              "build output": build.stdout + build.stderr}
@@ -143,7 +133,7 @@ def test_hybrid_build_on_the_gpu_through_litellm_and_an_outage_falls_back(
     down = pip_wheel(project, tmp_path / "down_dist", env, CAP, "kiln.llm_model=openai/fixed-answers",
                      "kiln.llm_api_base=http://127.0.0.1:9/v1", "kiln.llm_retries=0", "kiln.llm_timeout=5")
     assert "LLM not usable" in down.stderr + down.stdout
-    prov = _entries(project)["wide"]["provenance"]
+    prov = lock_entries(project)["wide"]["provenance"]
     assert prov["strategy"] == "seeded" and prov["fallback"], prov
     assert only_wheel(tmp_path / "down_dist").exists()
 
@@ -193,7 +183,7 @@ def test_the_committed_model_kernels_wheel_runs_every_kernel_on_the_gpu_without_
     install(only_wheel(tmp_path / "dist"), target, env)
 
     code = RUN_MODEL_KERNELS.format(target=str(target), pyproject=str(ROOT / "pyproject.toml"))
-    result = _result(run_python(code, tmp_path, clean_env()).stdout)
+    result = script_result(run_python(code, tmp_path, clean_env()).stdout)
 
     name, arch = _gpu()
     lock = json.loads((ROOT / "kiln.lock").read_text())["entries"]

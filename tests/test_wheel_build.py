@@ -19,9 +19,11 @@ from conftest import (
     PALLAS_INTERPRET,
     clean_env,
     install,
+    lock_entries,
     only_wheel,
     pip_wheel,
     run_python,
+    script_result,
     sha256,
 )
 
@@ -40,11 +42,6 @@ out["resolutions"] = [[r.shape, r.level_name, r.config] for r in tinypkg.baked.r
 out["warnings"] = [str(w.message) for w in caught if "kiln" in str(w.message)]
 print("RESULT" + json.dumps(out))
 """
-
-
-def _result(stdout: str) -> dict:
-    line = next(x for x in stdout.splitlines() if x.startswith("RESULT"))
-    return json.loads(line[len("RESULT"):])
 
 
 def _table(wheel: Path) -> dict:
@@ -80,8 +77,7 @@ def test_tune_on_pallas_interpret_then_installed_wheel_runs_lock_configs(tinypkg
     build = pip_wheel(tinypkg, tmp_path / "dist", env)
     assert "2 to tune" in build.stderr + build.stdout
 
-    lock = json.loads((tinypkg / "kiln.lock").read_text())
-    entries = {e["shape_name"]: e for e in lock["entries"]}
+    entries = lock_entries(tinypkg)
     assert set(entries) == {"small", "wide"}
     for e in entries.values():
         assert (e["device"], e["arch"]) == ("cpu", "pallas:interpret")
@@ -100,7 +96,7 @@ def test_tune_on_pallas_interpret_then_installed_wheel_runs_lock_configs(tinypkg
 
     target = tmp_path / "target"
     install(wheel, target, env)
-    res = _result(run_python(RUN_ADD.format(target=str(target)), tmp_path, env).stdout)
+    res = script_result(run_python(RUN_ADD.format(target=str(target)), tmp_path, env).stdout)
     levels = [(shape, level) for shape, level, _ in res["resolutions"]]
     assert levels == [
         ("f32[64,128], f32[64,128]", "exact"),
