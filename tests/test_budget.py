@@ -229,7 +229,7 @@ def test_kiln_tune_with_no_time_for_a_search_still_fills_the_lock(tinypkg: Path,
     search sometimes finishes a config in time and sometimes not, which makes
     a flaky test; both outcomes now give an entry.)
     """
-    from conftest import clean_env, run
+    from conftest import clean_env, lock_entries, run
     from test_wheel_build import _write_lock
 
     _write_lock(tinypkg, monkeypatch)  # `small` is known, so `wide` is tuned with it as a seed
@@ -237,7 +237,7 @@ def test_kiln_tune_with_no_time_for_a_search_still_fills_the_lock(tinypkg: Path,
     proc = run([sys.executable, "-m", "tuning.cli", "tune", "-C", "device=cpu", "-C", "seconds=0", "--strategy", "seeded"],
                tinypkg, env)
     assert "1 to tune" in proc.stderr and "FAILED" not in proc.stderr + proc.stdout
-    entries = {e["shape_name"]: e for e in json.loads((tinypkg / "kiln.lock").read_text())["entries"]}
+    entries = lock_entries(tinypkg)
     wide = entries["wide"]["provenance"]
     assert wide["budget"]["seconds"] == 0 and wide["ms"] > 0
     assert wide["budget_fallback"].startswith("search found nothing within seconds=0 (NoConfigFound); best of ")

@@ -6,12 +6,11 @@ worker really dies (its input factory calls os._exit) and the case is retried.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
-from conftest import PALLAS_INTERPRET, clean_env, pip_wheel
+from conftest import PALLAS_INTERPRET, clean_env, lock_entries, pip_wheel
 
 pytest.importorskip("jax", reason="Pallas interpret mode needs jax (pip install -r requirements/test.txt)")
 FAST_FINAL_CHECK = {"HELION_AUTOTUNE_FINAL_REBENCHMARK_TOP_K": "3", "HELION_AUTOTUNE_FINAL_REBENCHMARK_TARGET_MS": "300"}
@@ -26,7 +25,7 @@ def test_local_executor_two_workers_and_a_dying_worker(tinypkg: Path, tmp_path: 
     out = build.stdout + build.stderr
     assert "local executor, 2 workers" in out
     assert marker.exists(), "the crashing factory never ran"
-    entries = {e["shape_name"]: e for e in json.loads((tinypkg / "kiln.lock").read_text())["entries"]}
+    entries = lock_entries(tinypkg)
     assert set(entries) == {"small", "wide", "crashy"}  # the crashed case was retried and finished
     assert entries["crashy"]["shape"] == "f32[16,128], f32[16,128]"
     assert all(e["provenance"]["strategy"] == "lfbo" for e in entries.values())

@@ -24,8 +24,8 @@ from typing import Any
 
 import pytest
 
-from conftest import FIXTURES, PALLAS_INTERPRET, clean_env, install, only_wheel, pip_wheel, run, run_python, sha256
-from test_wheel_build import RUN_ADD, _result, _source_hash
+from conftest import FIXTURES, PALLAS_INTERPRET, clean_env, install, only_wheel, pip_wheel, run, run_python, script_result, sha256
+from test_wheel_build import RUN_ADD, _source_hash
 
 pytest.importorskip("jax", reason="Pallas interpret mode needs jax (pip install -r requirements/test.txt)")
 
@@ -109,7 +109,7 @@ def test_merged_lock_bakes_every_gpu_type_and_cpu_picks_its_own(tinypkg: Path, t
     # The CPU run: installed wheel, Helion's search disabled, Pallas interpret.
     target = tmp_path / "target"
     install(wheel, target, env)
-    res = _result(run_python(RUN_ADD.format(target=str(target)), tmp_path, env).stdout)
+    res = script_result(run_python(RUN_ADD.format(target=str(target)), tmp_path, env).stdout)
     got = [(shape, level) for shape, level, _ in res["resolutions"]]
     assert got == [(SMALL, "exact"), (WIDE, "exact"), ("f32[48,128], f32[48,128]", "nearest-shape")]
     used = [cfg for _, _, cfg in res["resolutions"]]

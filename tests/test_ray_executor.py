@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PALLAS_INTERPRET, clean_env, only_wheel, pip_wheel, run_python
+from conftest import PALLAS_INTERPRET, clean_env, lock_entries, only_wheel, pip_wheel, run_python
 
 FAST_FINAL_CHECK = {"HELION_AUTOTUNE_FINAL_REBENCHMARK_TOP_K": "3", "HELION_AUTOTUNE_FINAL_REBENCHMARK_TARGET_MS": "300"}
 # RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 makes Ray take 127.0.0.1 as the node address (as it does on macOS): with it
@@ -82,10 +82,6 @@ def ray_cluster() -> Iterator[str]:
         shutil.rmtree(temp, ignore_errors=True)
 
 
-def _lock_entries(project: Path) -> dict[str, dict]:
-    return {e["shape_name"]: e for e in json.loads((project / "kiln.lock").read_text())["entries"]}
-
-
 def _baked(wheel: Path) -> list[tuple[str, str, dict]]:
     from tuning.runtime.table import decode
 
@@ -110,7 +106,7 @@ def test_ray_build_gives_the_local_executors_lock(ray_cluster: str, tinypkg: Pat
     # Everything that names a case comes out the same.  The chosen config's values, its timings and how many
     # configs the search got through may differ: Pallas interpret ranks configs by wall time, which is noise on a
     # shared CPU (two runs of the same executor differ the same way); the config's keys may not.
-    by_ray, by_local = _lock_entries(tinypkg), _lock_entries(local_project)
+    by_ray, by_local = lock_entries(tinypkg), lock_entries(local_project)
     assert set(by_ray) == set(by_local) == {"small", "wide"}
     for name in by_ray:
         ray, local = by_ray[name], by_local[name]
@@ -195,7 +191,7 @@ def test_ray_retries_a_dead_worker_once_and_reports_failures(ray_cluster: str, t
     # tuning_order: the middle declared shape (crashy) is the anchor; every other case waited for it and got its seed.
     assert calls[0][0] == "crashy" and calls[1][0] == "crashy" and calls[0][2] != calls[1][2]
     assert all(int(c[1]) >= 1 for c in calls[2:])
-    assert set(_lock_entries(tinypkg)) == {"small", "wide", "crashy"}  # finished cases kept
+    assert set(lock_entries(tinypkg)) == {"small", "wide", "crashy"}  # finished cases kept
     assert seconds < 120
 
 
