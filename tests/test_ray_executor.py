@@ -10,7 +10,6 @@ seconds.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import signal
@@ -25,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PALLAS_INTERPRET, clean_env, lock_entries, only_wheel, pip_wheel, run_python
+from conftest import PALLAS_INTERPRET, clean_env, lock_entries, only_wheel, pip_wheel, run_python, script_result
 
 FAST_FINAL_CHECK = {"HELION_AUTOTUNE_FINAL_REBENCHMARK_TOP_K": "3", "HELION_AUTOTUNE_FINAL_REBENCHMARK_TARGET_MS": "300"}
 # RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 makes Ray take 127.0.0.1 as the node address (as it does on macOS): with it
@@ -177,8 +176,7 @@ def test_ray_retries_a_dead_worker_once_and_reports_failures(ray_cluster: str, t
     proc = subprocess.run(code_args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-6000:]
     seconds = time.monotonic() - start
-    line = next(x for x in proc.stdout.splitlines() if x.startswith("RESULT"))
-    results = json.loads(line[len("RESULT"):])
+    results = script_result(proc.stdout)
 
     assert {k: v[0] for k, v in results.items()} == {
         "small": "tuned", "wide": "tuned", "crashy": "tuned", "doomed": "failed", "broken": "failed"}
