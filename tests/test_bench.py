@@ -423,8 +423,9 @@ def test_report_says_when_lfbo_s_tile_is_the_pick_s_seed_tile_scaled_toward_its_
     lfbo = {"config": {"block_sizes": [128]}}
     kept = {"config": {"block_sizes": [64]}}
     assert tile_remark(kept, lfbo, [64], 1) == (
-        "; lfbo's tile [128] is its seed's [64] doubled toward this shape, and the pick kept it (the candidate fix, "
-        "off: seeded's seed_variants.scaled_tiles, the seed again with its tile scaled)")
+        "; lfbo's tile [128] is its seed's [64] doubled toward this shape, and the pick kept it (tried on the H200 and "
+        "not adopted (bench/results/variants_session61/): seeded's seed_variants.scaled_tiles, the seed again with its "
+        "tile scaled)")
     assert "the pick is on [32, 16]" in tile_remark({"config": {"block_sizes": [32, 16]}},
                                                   {"config": {"block_sizes": [128, 64]}}, [256, 64], -1)
     assert tile_remark(kept, lfbo, [64], -1) == ""  # halving [64] does not reach lfbo's [128]

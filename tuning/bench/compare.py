@@ -183,6 +183,7 @@ def shortfall_why(rec: dict[str, Any], base: dict[str, Any], ratio: float) -> st
 # (sessions 55 and 57) and not adopted: its finalists there read within 0.6-2.6% of each other on
 # the judge's clock, lfbo's pick 6-11% ahead, so the report names them as tried, not as the fix.
 SKF_TRIED = "tried on the H200 and not adopted (bench/results/skf8pc4/)"
+ST_TRIED = "tried on the H200 and not adopted (bench/results/variants_session61/)"
 
 
 def descriptor_count(config: Mapping[str, Any] | None) -> tuple[int, int]:
@@ -227,8 +228,8 @@ def tile_remark(rec: dict[str, Any], base: dict[str, Any], seed_tile: list[int] 
     if theirs not in [v["block_sizes"] for v in scaled_tile_variants([{"block_sizes": seed_tile}], [direction], None, 1)]:
         return ""
     way, kept = ("halved" if direction < 0 else "doubled"), ("kept it" if mine == seed_tile else f"is on {mine}")
-    return (f"; lfbo's tile {theirs} is its seed's {seed_tile} {way} toward this shape, and the pick {kept} (the candidate "
-            "fix, off: seeded's seed_variants.scaled_tiles, the seed again with its tile scaled)")
+    return (f"; lfbo's tile {theirs} is its seed's {seed_tile} {way} toward this shape, and the pick {kept} ({ST_TRIED}: "
+            "seeded's seed_variants.scaled_tiles, the seed again with its tile scaled)")
 
 
 def seed_tile(build: BuildSeeds, run: Mapping[str, Any], label: str, strategy: str,

@@ -100,8 +100,12 @@ from .seed_transfer import reduction_axes, transfer_errors
 # 1.100-1.140 (the table's own, [64, 16], 1.589).  A tile is one knob per axis, but what suits
 # a new shape often moves two or three of them together with the grid it makes, and one step of
 # one axis can read worse before the pair reads better.  Cost: at most one slot per block axis and one more for all of
-# them, per seed (three for a two-axis tile), and as many pinned finalists.  Not yet drawn on the
-# H200.  Drawn once on attention small on an H100 (session 49, against the H200's lfbo pick re-timed
+# them, per seed (three for a two-axis tile), and as many pinned finalists.  Drawn on the H200 in
+# session 61 and not adopted (bench/results/variants_session61/draws.json, bench/TABLE.md): attention
+# small 1.050 and, with seed 1, 1.164 (the table's 1.589; its second pick left the halved tile for
+# the medium's [256, 64]); gdn large 1.080, the doubled [128] seeded but the pick on [64] again;
+# fp8 attention large 1.052; fp8 attention small 1.088; causal attention large 1.039 and small
+# 1.040.  Drawn once on attention small on an H100 (session 49, against the H200's lfbo pick re-timed
 # there, bench/results/proxy_session49/): 1.0495, its pick on lfbo's tile [128, 64] but with other
 # warps, stages and L2 grouping, where today's search drawn beside it found lfbo's very config
 # (1.0006).  Try it with bench/seeded_variant.py (--set seed_variants.scaled_tiles=1).
