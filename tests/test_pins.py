@@ -7,16 +7,12 @@ version and build with another. litellm 1.107.0 is a known-compromised release a
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 from packaging.requirements import Requirement
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+from build_backend.settings import read_pyproject
 
 ROOT = Path(__file__).resolve().parents[1]
 REQUIREMENT_FILES = ["requirements/build.txt", "requirements/device.txt", "requirements/device-llm.txt"]
@@ -30,7 +26,7 @@ def _requirements() -> list[tuple[str, Requirement]]:
             text = line.split("#", 1)[0].strip()
             if text and not text.startswith("-"):
                 found.append((name, Requirement(text)))
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    project = read_pyproject(ROOT)["project"]
     for text in project["dependencies"]:
         found.append(("pyproject.toml [project] dependencies", Requirement(text)))
     for extra, items in project["optional-dependencies"].items():
